@@ -1,0 +1,232 @@
+"""The :class:`Artifact`: a compiled grammar's tables plus its self-describing metadata.
+
+Built from a :class:`~maskc.compiler.pipeline.CompiledGrammar` at compile time or read
+back from a file; either way it verifies its tables once and then hands out matchers.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+from numpy.typing import NDArray
+
+from maskc.artifacts import format as fmt
+from maskc.artifacts.io import parse_artifact_bytes, read_artifact_file, save_bytes, write_atomic
+from maskc.compiler.dfa import Dfa
+from maskc.compiler.errors import ArtifactCorrupt, TokenizerMismatch
+from maskc.compiler.maskstore import MaskStore
+from maskc.compiler.pipeline import CompiledGrammar
+from maskc.compiler.vocab import Vocabulary
+
+__all__ = ["Artifact", "load_artifact", "COMPILER_VERSION"]
+
+COMPILER_VERSION = "0.1.0"
+
+
+class Artifact:
+    """Token masks for one (grammar, tokenizer, options), ready to drive a :class:`Matcher`."""
+
+    def __init__(self, tensors: dict[str, NDArray[Any]], metadata: dict[str, str], *, where: str = "artifact") -> None:
+        fmt.check_metadata(metadata, where)
+        try:
+            vocab_size = int(metadata["vocab_size"])
+            self.eos_token_ids: tuple[int, ...] = tuple(int(x) for x in orjson.loads(metadata["eos_token_ids"]))
+            self.not_enforced: list[dict[str, str]] = list(orjson.loads(metadata["not_enforced"]))
+            self.options: dict[str, Any] = dict(orjson.loads(metadata["options"]))
+        except (ValueError, TypeError, orjson.JSONDecodeError) as e:
+            raise ArtifactCorrupt(f"{where} has malformed metadata values") from e
+        fmt.check_tables(tensors, vocab_size, where)
+        if fmt.content_hash(tensors) != metadata["content_sha256"]:
+            raise ArtifactCorrupt(f"{where} failed its content check: the tables were modified or damaged")
+        self.tensors = tensors
+        self.metadata = dict(metadata)
+        self.vocab_size = vocab_size
+        self.dfa = Dfa(
+            np.array(tensors["dfa.trans"], dtype=np.int32),
+            np.array(tensors["dfa.byte_class"], dtype=np.uint8),
+            np.array(tensors["dfa.accepting"], dtype=np.bool_),
+        )
+        self.state_mask = np.asarray(tensors["mask.state"], dtype=np.int32)
+        self.masks = MaskStore(
+            vocab_size,
+            np.asarray(tensors["mask.kind"], dtype=np.uint8),
+            np.asarray(tensors["mask.offsets"], dtype=np.int64),
+            np.asarray(tensors["mask.data"], dtype=np.int32),
+        )
+        self._rows: dict[int, NDArray[np.int32]] = {}
+        self._torch_rows: dict[tuple[int, str], Any] = {}
+        self._step_cache: dict[tuple[int, int], int] = {}
+        self._forced: dict[int, bytes] = {}
+        self.tokenizer: Vocabulary | None = None
+        self.cache_hit = False
+        self.cache_path: Path | None = None
+        self.compile_ms = 0.0
+        self.timings: dict[str, float] = {}
+
+    # -- construction -----------------------------------------------------------------------
+
+    @classmethod
+    def from_compiled(cls, g: CompiledGrammar, vocab: Vocabulary) -> Artifact:
+        tensors: dict[str, NDArray[Any]] = {
+            "dfa.trans": g.dfa.trans.astype(np.int32),
+            "dfa.byte_class": g.dfa.byte_class.astype(np.uint8),
+            "dfa.accepting": g.dfa.accepting.astype(np.uint8),
+            "mask.state": g.state_mask.astype(np.int32),
+            "mask.kind": g.masks.kinds.astype(np.uint8),
+            "mask.offsets": g.masks.offsets.astype(np.int64),
+            "mask.data": g.masks.data.astype(np.int32),
+        }
+        meta = {
+            "format": fmt.FORMAT,
+            "format_version": fmt.FORMAT_VERSION,
+            "compiler_version": COMPILER_VERSION,
+            "grammar_kind": g.kind,
+            "grammar_sha256": g.source_sha256,
+            "grammar_source": g.source,
+            "options": g.options.canonical_json(),
+            "tokenizer_sha256": vocab.fingerprint,
+            "tokenizer_name": vocab.name,
+            "vocab_size": str(vocab.vocab_size),
+            "eos_token_ids": fmt.canonical_json(list(vocab.eos_ids)),
+            "not_enforced": fmt.canonical_json(g.not_enforced),
+            "num_states": str(g.dfa.num_states),
+            "num_masks": str(g.masks.num_masks),
+            "content_sha256": fmt.content_hash(tensors),
+        }
+        art = cls(tensors, meta)
+        art.tokenizer = vocab
+        return art
+
+    @classmethod
+    def from_bytes(cls, raw: bytes, *, where: str = "artifact") -> Artifact:
+        tensors, meta = parse_artifact_bytes(raw, where)
+        return cls(tensors, meta, where=where)
+
+    # -- output -----------------------------------------------------------------------------
+
+    def to_bytes(self) -> bytes:
+        return save_bytes(self.tensors, self.metadata)
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the artifact atomically (temporary file, then rename)."""
+        return write_atomic(path, self.to_bytes())
+
+    # -- facts ------------------------------------------------------------------------------
+
+    @property
+    def grammar_kind(self) -> str:
+        return self.metadata["grammar_kind"]
+
+    @property
+    def tokenizer_sha256(self) -> str:
+        return self.metadata["tokenizer_sha256"]
+
+    @property
+    def num_states(self) -> int:
+        return self.dfa.num_states
+
+    @property
+    def num_masks(self) -> int:
+        return self.masks.num_masks
+
+    @cached_property
+    def nbytes(self) -> int:
+        return sum(int(np.asarray(t).nbytes) for t in self.tensors.values())
+
+    def verify_tokenizer(self, vocab: Vocabulary) -> None:
+        """Raise :class:`TokenizerMismatch` unless ``vocab`` is the tokenizer this was built for."""
+        if vocab.fingerprint != self.tokenizer_sha256:
+            raise TokenizerMismatch(
+                expected_name=self.metadata["tokenizer_name"],
+                expected_sha=self.tokenizer_sha256,
+                got_name=vocab.name,
+                got_sha=vocab.fingerprint,
+            )
+
+    def mask_row(self, state: int) -> NDArray[np.int32]:
+        """The int32 bitmask row of ``state`` (cached per distinct mask)."""
+        m = int(self.state_mask[state])
+        row = self._rows.get(m)
+        if row is None:
+            row = self.masks.dense_row(m)
+            row.setflags(write=False)
+            self._rows[m] = row
+        return row
+
+    def forced_bytes(self, state: int) -> bytes:
+        """Bytes forced from ``state``: while exactly one byte continues and the state cannot end."""
+        got = self._forced.get(state)
+        if got is not None:
+            return got
+        dfa = self.dfa
+        out = bytearray()
+        s = state
+        seen = set()
+        while s >= 0 and not dfa.accepting[s] and s not in seen:
+            seen.add(s)
+            live = np.flatnonzero(dfa.trans[s] >= 0)
+            if live.size != 1:
+                break
+            members = np.flatnonzero(dfa.byte_class == live[0])
+            if members.size != 1:
+                break
+            out.append(int(members[0]))
+            s = int(dfa.trans[s, live[0]])
+        self._forced[state] = bytes(out)
+        return bytes(out)
+
+    def allowed_tokens(self, state: int) -> NDArray[np.int64]:
+        return self.masks.allowed_ids(int(self.state_mask[state]))
+
+    def matcher(self) -> Matcher:
+        """A fresh :class:`Matcher` at the start state (needs the tokenizer attached)."""
+        return Matcher(self)
+
+    def summary(self) -> dict[str, Any]:
+        """Metadata and table sizes, for ``maskc inspect``."""
+        kinds = np.bincount(self.masks.kinds, minlength=3).tolist() if self.num_masks else [0, 0, 0]
+        return {
+            "format_version": self.metadata["format_version"],
+            "compiler_version": self.metadata["compiler_version"],
+            "grammar_kind": self.grammar_kind,
+            "grammar_sha256": self.metadata["grammar_sha256"],
+            "tokenizer_name": self.metadata["tokenizer_name"],
+            "tokenizer_sha256": self.tokenizer_sha256,
+            "vocab_size": self.vocab_size,
+            "eos_token_ids": list(self.eos_token_ids),
+            "options": self.options,
+            "not_enforced": self.not_enforced,
+            "states": self.num_states,
+            "byte_classes": self.dfa.num_classes,
+            "distinct_masks": self.num_masks,
+            "masks_by_kind": {"allow_list": kinds[0], "reject_list": kinds[1], "dense": kinds[2]},
+            "table_bytes": self.nbytes,
+        }
+
+
+def load_artifact(path: str | os.PathLike[str], *, tokenizer: Vocabulary | None = None) -> Artifact:
+    """Read an artifact file and verify it.
+
+    Args:
+        path: the ``.safetensors`` file.
+        tokenizer: when given, the artifact must have been built for exactly this tokenizer.
+
+    Raises:
+        ArtifactError: unreadable file. ArtifactCorrupt: truncated, tampered or not an
+        artifact. ArtifactVersionMismatch: another format version. TokenizerMismatch: built
+        for another tokenizer.
+    """
+    tensors, meta = read_artifact_file(path)
+    art = Artifact(tensors, meta, where=str(path))
+    if tokenizer is not None:
+        art.verify_tokenizer(tokenizer)
+        art.tokenizer = tokenizer
+    return art
+
+
+from maskc.artifacts.matcher import Matcher  # noqa: E402  (type for Artifact.matcher)

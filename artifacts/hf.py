@@ -1,0 +1,82 @@
+"""A transformers ``LogitsProcessor`` that applies maskc masks, one matcher per sequence.
+
+It never crashes on model behaviour: a token the grammar rejects (sampled outside the
+mask by a caller's own processor, or forced by a prompt) marks that sequence as failed and
+from then on only EOS is allowed for it, so generation ends cleanly.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from maskc.artifacts.torch import allocate_token_bitmask, apply_token_bitmask_inplace
+
+if TYPE_CHECKING:
+    from maskc.artifacts.artifact import Artifact
+    from maskc.artifacts.matcher import Matcher
+
+try:
+    from transformers import LogitsProcessor as _Base
+except ImportError:  # pragma: no cover - transformers is an optional extra
+    _Base = object  # type: ignore[misc,assignment]
+
+__all__ = ["MaskcLogitsProcessor"]
+
+
+class MaskcLogitsProcessor(_Base):  # type: ignore[misc]
+    """Constrain ``model.generate`` to an artifact's grammar.
+
+    Example:
+        >>> proc = MaskcLogitsProcessor(artifact)
+        >>> model.generate(**inputs, logits_processor=[proc], max_new_tokens=200)
+    """
+
+    def __init__(self, artifact: Artifact, *, batch_size: int | None = None) -> None:
+        self.artifact = artifact
+        self.matchers: list[Matcher] = []
+        self.failed: list[bool] = []
+        self.rejected: list[int | None] = []
+        self._prompt_len: int | None = None
+        self._bitmask: torch.Tensor | None = None
+        if batch_size:
+            self._ensure(batch_size)
+
+    def _ensure(self, batch: int) -> None:
+        while len(self.matchers) < batch:
+            self.matchers.append(self.artifact.matcher())
+            self.failed.append(False)
+            self.rejected.append(None)
+        if self._bitmask is None or self._bitmask.shape[0] != batch:
+            self._bitmask = allocate_token_bitmask(batch, self.artifact.vocab_size)
+
+    def reset(self) -> None:
+        self.matchers, self.failed, self.rejected = [], [], []
+        self._prompt_len = None
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        batch, seq_len = input_ids.shape
+        if self._prompt_len is None or seq_len <= self._prompt_len:
+            self.reset()
+            self._prompt_len = seq_len
+        self._ensure(batch)
+        assert self._bitmask is not None
+        eos = list(self.artifact.eos_token_ids)
+        new = seq_len - self._prompt_len
+        for i in range(batch):
+            m = self.matchers[i]
+            if new > 0 and not self.failed[i] and not m.is_terminated():
+                tok = int(input_ids[i, -1])
+                if m.num_accepted < new and not m.accept_token(tok):
+                    self.failed[i] = True
+                    self.rejected[i] = tok
+            if self.failed[i] or m.is_terminated():
+                row = torch.zeros(self._bitmask.shape[1], dtype=torch.int32)
+                for e in eos:
+                    row[e // 32] |= 1 << (e % 32) if e % 32 != 31 else -(2**31)
+                self._bitmask[i].copy_(row)
+            else:
+                m.fill_next_token_bitmask(self._bitmask, i)
+        apply_token_bitmask_inplace(scores, self._bitmask.to(scores.device))
+        return scores

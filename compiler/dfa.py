@@ -1,0 +1,224 @@
+"""The DFA type, subset construction from a byte NFA, dead-state pruning and byte classes.
+
+A :class:`Dfa` is struct-of-arrays: ``trans[state, class]`` (``-1`` = no transition),
+``byte_class[byte]`` and ``accepting[state]``; state 0 is the start. Every state of a
+pruned DFA can reach an accepting state, so a missing transition is the only way to fail.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import NewType
+
+import numpy as np
+from numpy.typing import NDArray
+
+from maskc.compiler.errors import EmptyLanguage, StateLimitExceeded, TimeLimitExceeded
+from maskc.compiler.nfa import Nfa
+
+__all__ = ["Dfa", "StateId", "ClassId", "determinize", "prune", "compress_classes"]
+
+StateId = NewType("StateId", int)
+ClassId = NewType("ClassId", int)
+
+DEAD = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Dfa:
+    """A deterministic automaton over byte classes; immutable once built."""
+
+    trans: NDArray[np.int32]  # [states, classes], -1 = reject
+    byte_class: NDArray[np.uint8]  # [256] byte -> class
+    accepting: NDArray[np.bool_]  # [states]
+
+    def __post_init__(self) -> None:
+        if self.trans.ndim != 2 or self.trans.dtype != np.int32:
+            raise ValueError(f"trans must be int32 [states, classes], got {self.trans.dtype} {self.trans.shape}")
+        if self.byte_class.shape != (256,) or self.byte_class.dtype != np.uint8:
+            raise ValueError("byte_class must be uint8 [256]")
+        if self.accepting.shape != (self.trans.shape[0],) or self.accepting.dtype != np.bool_:
+            raise ValueError("accepting must be bool [states]")
+        n, c = self.trans.shape
+        if n == 0:
+            raise ValueError("a DFA needs at least its start state")
+        if self.trans.size and (self.trans.min() < DEAD or self.trans.max() >= n):
+            raise ValueError("transition target out of range")
+        if int(self.byte_class.max()) >= c:
+            raise ValueError("byte class out of range")
+        for arr in (self.trans, self.byte_class, self.accepting):
+            arr.setflags(write=False)
+
+    @property
+    def num_states(self) -> int:
+        return int(self.trans.shape[0])
+
+    @property
+    def num_classes(self) -> int:
+        return int(self.trans.shape[1])
+
+    def step(self, state: int, byte: int) -> int:
+        """The state after ``byte``, or -1."""
+        return int(self.trans[state, self.byte_class[byte]])
+
+    def walk(self, state: int, data: bytes) -> int:
+        """The state after all of ``data``, or -1 as soon as a byte is rejected."""
+        trans, bc = self.trans, self.byte_class
+        for b in data:
+            state = int(trans[state, bc[b]])
+            if state < 0:
+                return DEAD
+        return state
+
+    def accepts(self, data: bytes) -> bool:
+        s = self.walk(0, data)
+        return s >= 0 and bool(self.accepting[s])
+
+
+def _interval_classes(nfa: Nfa) -> tuple[NDArray[np.uint8], list[int]]:
+    cuts = {0, 256}
+    for edges in nfa.edges:
+        for lo, hi, _ in edges:
+            cuts.add(lo)
+            cuts.add(hi + 1)
+    bounds = sorted(cuts)
+    byte_class = np.zeros(256, dtype=np.uint8)
+    for c, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+        byte_class[lo:hi] = c
+    return byte_class, bounds[:-1]
+
+
+def determinize(
+    nfa: Nfa, *, max_states: int = 200_000, deadline: float | None = None
+) -> Dfa:
+    """Subset construction over interval byte classes (Rabin–Scott).
+
+    Raises:
+        StateLimitExceeded: more than ``max_states`` DFA states.
+        TimeLimitExceeded: ``deadline`` (a ``time.monotonic()`` value) passed.
+    """
+    byte_class, class_lo = _interval_classes(nfa)
+    num_classes = len(class_lo)
+    # Per NFA state: list of (class, target), expanding each range into its classes.
+    moves: list[list[tuple[int, int]]] = []
+    for edges in nfa.edges:
+        mv: list[tuple[int, int]] = []
+        for lo, hi, tgt in edges:
+            for c in range(int(byte_class[lo]), int(byte_class[hi]) + 1):
+                mv.append((c, tgt))
+        moves.append(mv)
+
+    closure_memo: dict[int, frozenset[int]] = {}
+
+    def closure(states: frozenset[int] | set[int]) -> frozenset[int]:
+        stack = list(states)
+        seen = set(states)
+        while stack:
+            s = stack.pop()
+            for t in nfa.eps[s]:
+                if t not in seen:
+                    seen.add(t)
+                    stack.append(t)
+        # Keep only states that matter: those with byte moves, or the final state.
+        return frozenset(s for s in seen if moves[s] or s == nfa.final)
+
+    del closure_memo
+    start = closure({0})
+    index: dict[frozenset[int], int] = {start: 0}
+    order = [start]
+    rows: list[list[int]] = []
+    accepting: list[bool] = []
+    i = 0
+    while i < len(order):
+        if deadline is not None and (i & 255) == 0 and time.monotonic() > deadline:
+            raise TimeLimitExceeded("compile time (s)", limit=0)
+        cur = order[i]
+        accepting.append(nfa.final in cur)
+        targets: dict[int, set[int]] = {}
+        for s in cur:
+            for c, t in moves[s]:
+                targets.setdefault(c, set()).add(t)
+        row = [DEAD] * num_classes
+        for c, tset in targets.items():
+            nxt = closure(tset)
+            j = index.get(nxt)
+            if j is None:
+                j = len(order)
+                if j >= max_states:
+                    raise StateLimitExceeded("DFA states", limit=max_states)
+                index[nxt] = j
+                order.append(nxt)
+            row[c] = j
+        rows.append(row)
+        i += 1
+    trans = np.asarray(rows, dtype=np.int32).reshape(len(rows), num_classes)
+    return Dfa(trans, byte_class, np.asarray(accepting, dtype=np.bool_))
+
+
+def coreachable(trans: NDArray[np.int32], accepting: NDArray[np.bool_]) -> NDArray[np.bool_]:
+    """States from which some accepting state is reachable (backward search)."""
+    n = trans.shape[0]
+    src, cls = np.nonzero(trans >= 0)
+    dst = trans[src, cls]
+    order = np.argsort(dst, kind="stable")
+    src_sorted = src[order]
+    starts = np.searchsorted(dst[order], np.arange(n + 1))
+    live = accepting.copy()
+    stack = list(np.flatnonzero(accepting))
+    while stack:
+        t = stack.pop()
+        for s in src_sorted[starts[t] : starts[t + 1]]:
+            if not live[s]:
+                live[s] = True
+                stack.append(int(s))
+    return live
+
+
+def reachable(trans: NDArray[np.int32]) -> NDArray[np.bool_]:
+    """States reachable from the start state 0."""
+    n = trans.shape[0]
+    seen = np.zeros(n, dtype=np.bool_)
+    seen[0] = True
+    frontier = np.array([0])
+    while frontier.size:
+        nxt = np.unique(trans[frontier].ravel())
+        nxt = nxt[nxt >= 0]
+        nxt = nxt[~seen[nxt]]
+        seen[nxt] = True
+        frontier = nxt
+    return seen
+
+
+def prune(dfa: Dfa) -> Dfa:
+    """Drop states that are unreachable or cannot reach acceptance; renumber densely.
+
+    Raises:
+        EmptyLanguage: the start state cannot reach acceptance.
+    """
+    live = coreachable(dfa.trans, dfa.accepting)
+    if not live[0]:
+        raise EmptyLanguage("the grammar accepts no string at all")
+    trans = np.where(dfa.trans >= 0, dfa.trans, 0)
+    trans = np.where((dfa.trans >= 0) & live[trans], dfa.trans, DEAD).astype(np.int32)
+    keep = live & reachable(trans)
+    new_id = np.full(dfa.num_states, DEAD, dtype=np.int32)
+    new_id[keep] = np.arange(int(keep.sum()), dtype=np.int32)
+    t = trans[keep]
+    t = np.where(t >= 0, new_id[np.where(t >= 0, t, 0)], DEAD).astype(np.int32)
+    return Dfa(t, dfa.byte_class.copy(), dfa.accepting[keep].copy())
+
+
+def compress_classes(dfa: Dfa) -> Dfa:
+    """Merge byte classes whose columns are identical in every state (greenery's repartition)."""
+    cols, inverse = np.unique(dfa.trans.T, axis=0, return_inverse=True)
+    inverse = np.asarray(inverse).reshape(-1)
+    # Number classes by first occurrence so the result does not depend on np.unique's order.
+    first_seen: dict[int, int] = {}
+    for old in inverse.tolist():
+        first_seen.setdefault(int(old), len(first_seen))
+    remap = np.array([first_seen[i] for i in range(len(cols))], dtype=np.int64)
+    new_trans = np.empty((dfa.num_states, len(cols)), dtype=np.int32)
+    new_trans[:, remap] = cols.T
+    byte_class = remap[inverse[dfa.byte_class.astype(np.int64)]].astype(np.uint8)
+    return Dfa(new_trans, byte_class, dfa.accepting.copy())

@@ -1,0 +1,159 @@
+"""The whole tree of user-facing errors, rooted at :class:`MaskcError`.
+
+Each error carries data (a JSON pointer, an offset, a limit, a hint) rather than a
+pre-rendered string, so the CLI and ``str(error)`` render it the same way. API misuse
+raises ``ValueError`` / ``TypeError`` instead; those are bugs in the caller, not input.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "MaskcError",
+    "InputError",
+    "SchemaError",
+    "UnsupportedKeyword",
+    "RegexSyntaxError",
+    "GrammarError",
+    "EmptyLanguage",
+    "NonTerminating",
+    "LimitExceeded",
+    "StateLimitExceeded",
+    "TimeLimitExceeded",
+    "SizeLimitExceeded",
+    "TokenizerError",
+    "ArtifactError",
+    "ArtifactCorrupt",
+    "ArtifactVersionMismatch",
+    "TokenizerMismatch",
+]
+
+
+class MaskcError(Exception):
+    """Root of every error a user can cause; the CLI maps each subclass to an exit code."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message if self.hint is None else f"{self.message}\n  hint: {self.hint}"
+
+
+class InputError(MaskcError):
+    """The input (schema, regex, grammar, file) is malformed or unsupported."""
+
+
+class SchemaError(InputError):
+    """A JSON Schema is malformed at ``pointer`` (an RFC 6901 JSON pointer)."""
+
+    def __init__(self, message: str, *, pointer: str = "", hint: str | None = None) -> None:
+        super().__init__(f"{message} (at {pointer or '/'})", hint=hint)
+        self.reason = message
+        self.pointer = pointer
+
+
+class UnsupportedKeyword(SchemaError):
+    """A keyword the compiler cannot enforce; ``--lenient`` compiles without it."""
+
+    def __init__(self, keyword: str, *, pointer: str = "", detail: str = "") -> None:
+        what = f"keyword '{keyword}' cannot be enforced by the grammar"
+        if detail:
+            what = f"{what}: {detail}"
+        super().__init__(
+            what,
+            pointer=pointer,
+            hint="compile with --lenient to drop it (recorded in the artifact's not_enforced "
+            "list) and validate it after decoding",
+        )
+        self.keyword = keyword
+
+
+class RegexSyntaxError(InputError):
+    """A regular expression could not be parsed; ``offset`` indexes the pattern."""
+
+    def __init__(
+        self, message: str, *, pattern: str, offset: int | None = None, pointer: str = ""
+    ) -> None:
+        where = f" at offset {offset}" if offset is not None else ""
+        loc = f" (at {pointer})" if pointer else ""
+        caret = ""
+        if offset is not None:
+            caret = f"\n    {pattern}\n    {' ' * offset}^"
+        super().__init__(f"bad regex {pattern!r}{where}{loc}: {message}{caret}")
+        self.pattern = pattern
+        self.offset = offset
+        self.pointer = pointer
+
+
+class GrammarError(InputError):
+    """The grammar is well formed but unusable for constrained decoding."""
+
+
+class EmptyLanguage(GrammarError):
+    """No string satisfies the grammar, so no mask could ever let EOS through."""
+
+
+class NonTerminating(GrammarError):
+    """A reachable state cannot reach an accepting state; ``witness`` is a prefix that gets there."""
+
+    def __init__(self, message: str, *, witness: bytes = b"") -> None:
+        super().__init__(message)
+        self.witness = witness
+
+
+class LimitExceeded(MaskcError):
+    """A compile limit (states, artifact bytes, seconds) was exceeded."""
+
+    def __init__(self, what: str, *, limit: float, got: float | None = None) -> None:
+        got_s = f" (got {got:g})" if got is not None else ""
+        super().__init__(
+            f"{what} exceeds the limit of {limit:g}{got_s}",
+            hint="simplify the schema (smaller maxLength/maxItems, fewer alternatives) "
+            "or raise the limit",
+        )
+        self.limit = limit
+        self.got = got
+
+
+class StateLimitExceeded(LimitExceeded):
+    """The automaton grew past ``max_states``."""
+
+
+class TimeLimitExceeded(LimitExceeded):
+    """The compile ran longer than ``max_seconds``."""
+
+
+class SizeLimitExceeded(LimitExceeded):
+    """The artifact would be larger than ``max_artifact_bytes``."""
+
+
+class TokenizerError(MaskcError):
+    """A tokenizer could not be found, read or understood."""
+
+
+class ArtifactError(MaskcError):
+    """An artifact could not be read or used."""
+
+
+class ArtifactCorrupt(ArtifactError):
+    """The artifact is truncated, tampered with or not a maskc artifact."""
+
+
+class ArtifactVersionMismatch(ArtifactError):
+    """The artifact was written by an incompatible format version."""
+
+
+class TokenizerMismatch(ArtifactError):
+    """The artifact was built for another tokenizer than the one given."""
+
+    def __init__(self, *, expected_name: str, expected_sha: str, got_name: str, got_sha: str) -> None:
+        super().__init__(
+            f"artifact was built for tokenizer '{expected_name}' (sha256 {expected_sha[:16]}…), "
+            f"not '{got_name}' (sha256 {got_sha[:16]}…)",
+            hint="recompile the schema for this tokenizer: maskc compile SCHEMA --tokenizer SPEC",
+        )
+        self.expected_name = expected_name
+        self.expected_sha = expected_sha
+        self.got_name = got_name
+        self.got_sha = got_sha

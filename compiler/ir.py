@@ -1,0 +1,192 @@
+"""Grammar IR: byte-level regular expressions as frozen trees.
+
+Front ends produce these nodes and nothing else; :mod:`maskc.compiler.nfa` lowers them.
+Every node describes a set of byte strings. Constructors normalize (flatten nested
+``Seq``/``Alt``, merge byte ranges) so that equal languages built the same way compare equal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+__all__ = [
+    "ByteSet",
+    "Seq",
+    "Alt",
+    "Repeat",
+    "Fields",
+    "Product",
+    "Node",
+    "EMPTY",
+    "NOTHING",
+    "lit",
+    "seq",
+    "alt",
+    "opt",
+    "star",
+    "plus",
+    "rep",
+    "byte_range",
+    "byte_set",
+]
+
+
+def _merge(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(ranges):
+        if not (0 <= lo <= hi <= 255):
+            raise ValueError(f"byte range must lie in 0..255 with lo <= hi, got ({lo}, {hi})")
+        if out and lo <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class ByteSet:
+    """One byte out of a set, as sorted, disjoint, non-adjacent inclusive ranges."""
+
+    ranges: tuple[tuple[int, int], ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ranges", _merge(list(self.ranges)))
+
+    def __contains__(self, b: int) -> bool:
+        return any(lo <= b <= hi for lo, hi in self.ranges)
+
+
+@dataclass(frozen=True, slots=True)
+class Seq:
+    """Concatenation; ``Seq(())`` is the empty string."""
+
+    items: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Alt:
+    """Union; ``Alt(())`` is the empty language."""
+
+    items: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    """``item`` repeated between ``min`` and ``max`` times (``max=None``: unbounded)."""
+
+    item: Node
+    min: int
+    max: int | None
+
+    def __post_init__(self) -> None:
+        if self.min < 0 or (self.max is not None and self.max < self.min):
+            raise ValueError(f"bad repetition bounds {{{self.min},{self.max}}}")
+
+
+@dataclass(frozen=True, slots=True)
+class Fields:
+    """An ordered, separator-delimited list whose optional items may be skipped.
+
+    The language is ``first I_a (sep I_b)* close_nonempty`` over any subsequence of
+    ``items`` that keeps every required item (in order), followed by ``rest`` repeated
+    without bound; or ``close_empty`` when nothing is emitted. Each item is lowered once
+    (linear size), which a nest of ``Alt``s could not do without copying tails.
+    """
+
+    items: tuple[tuple[Node, bool], ...]  # (item, required)
+    first: Node
+    sep: Node
+    close_nonempty: Node
+    close_empty: Node | None  # None: at least one item must be emitted
+    rest: Node | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Product:
+    """Intersection (``op="and"``) or difference (``op="minus"``) of two languages.
+
+    Lowered through DFAs of both sides (a product construction), so it costs a
+    determinization of each side; the front end uses it for ``pattern`` together with
+    length bounds, and for keys that must differ from the declared property names.
+    """
+
+    a: Node
+    b: Node
+    op: str  # "and" | "minus"
+
+    def __post_init__(self) -> None:
+        if self.op not in ("and", "minus"):
+            raise ValueError(f"Product op must be 'and' or 'minus', got {self.op!r}")
+
+
+Node = Union[ByteSet, Seq, Alt, Repeat, Fields, Product]
+
+EMPTY: Node = Seq(())
+NOTHING: Node = Alt(())
+
+
+def byte_range(lo: int, hi: int) -> ByteSet:
+    return ByteSet(((lo, hi),))
+
+
+def byte_set(chars: bytes) -> ByteSet:
+    return ByteSet(tuple((b, b) for b in chars))
+
+
+def lit(data: bytes | str) -> Node:
+    """The literal byte string ``data`` (a ``str`` is encoded as UTF-8)."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    if len(raw) == 1:
+        return ByteSet(((raw[0], raw[0]),))
+    return Seq(tuple(ByteSet(((b, b),)) for b in raw))
+
+
+def seq(*items: Node) -> Node:
+    flat: list[Node] = []
+    for it in items:
+        if isinstance(it, Seq):
+            flat.extend(it.items)
+        elif it == NOTHING:
+            return NOTHING
+        else:
+            flat.append(it)
+    return flat[0] if len(flat) == 1 else Seq(tuple(flat))
+
+
+def alt(*items: Node) -> Node:
+    flat: list[Node] = []
+    for it in items:
+        parts = it.items if isinstance(it, Alt) else (it,)
+        for p in parts:
+            if p not in flat:
+                flat.append(p)
+    sets = [p for p in flat if isinstance(p, ByteSet)]
+    if len(sets) > 1:
+        merged = ByteSet(tuple(r for s in sets for r in s.ranges))
+        first = flat.index(sets[0])
+        flat = [p for p in flat if not isinstance(p, ByteSet)]
+        flat.insert(first, merged)
+    return flat[0] if len(flat) == 1 else Alt(tuple(flat))
+
+
+def rep(item: Node, lo: int, hi: int | None) -> Node:
+    if hi == 0 or item == EMPTY:
+        return EMPTY
+    if lo == hi == 1:
+        return item
+    if item == NOTHING:
+        return EMPTY if lo == 0 else NOTHING
+    return Repeat(item, lo, hi)
+
+
+def opt(item: Node) -> Node:
+    return rep(item, 0, 1)
+
+
+def star(item: Node) -> Node:
+    return rep(item, 0, None)
+
+
+def plus(item: Node) -> Node:
+    return rep(item, 1, None)

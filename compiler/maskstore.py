@@ -1,0 +1,129 @@
+"""Deduplicated token masks, each stored in the cheapest of three forms.
+
+A mask is a set of allowed token ids over the logits width ``V``. Per distinct mask the
+store keeps whichever is smallest: the allowed ids, the rejected ids, or a dense bitset of
+``ceil(V/32)`` int32 words (XGrammar's layout: bit ``i % 32`` of word ``i // 32``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["MaskStore", "MaskStoreBuilder", "KIND_ALLOW", "KIND_REJECT", "KIND_DENSE", "bitmask_words", "pack_bool"]
+
+KIND_ALLOW = 0
+KIND_REJECT = 1
+KIND_DENSE = 2
+
+
+def bitmask_words(vocab_size: int) -> int:
+    """Number of int32 words in one bitmask row: ``ceil(vocab_size / 32)``."""
+    return (vocab_size + 31) // 32
+
+
+def pack_bool(mask: NDArray[np.bool_]) -> NDArray[np.int32]:
+    """Boolean mask -> int32 bitmask row (bit ``i % 32`` of word ``i // 32`` = token ``i``)."""
+    words = bitmask_words(mask.shape[0])
+    padded = np.zeros(words * 32, dtype=np.bool_)
+    padded[: mask.shape[0]] = mask
+    packed = np.packbits(padded, bitorder="little")
+    return packed.view("<i4").astype(np.int32)
+
+
+@dataclass(frozen=True, slots=True)
+class MaskStore:
+    """Distinct masks: ``kinds[m]`` and ``data[offsets[m]:offsets[m+1]]`` (int32)."""
+
+    vocab_size: int
+    kinds: NDArray[np.uint8]
+    offsets: NDArray[np.int64]
+    data: NDArray[np.int32]
+
+    def __post_init__(self) -> None:
+        m = self.kinds.shape[0]
+        if self.offsets.shape != (m + 1,) or (m and int(self.offsets[-1]) != self.data.shape[0]):
+            raise ValueError("mask store offsets do not match its data")
+        if m and int(self.kinds.max()) > KIND_DENSE:
+            raise ValueError("unknown mask kind")
+
+    @property
+    def num_masks(self) -> int:
+        return int(self.kinds.shape[0])
+
+    def dense_row(self, m: int) -> NDArray[np.int32]:
+        """Mask ``m`` as an int32 bitmask row."""
+        kind = int(self.kinds[m])
+        seg = self.data[int(self.offsets[m]) : int(self.offsets[m + 1])]
+        if kind == KIND_DENSE:
+            return seg.copy()
+        bits = np.zeros(self.vocab_size, dtype=np.bool_)
+        if kind == KIND_ALLOW:
+            bits[seg] = True
+        else:
+            bits[:] = True
+            bits[seg] = False
+        return pack_bool(bits)
+
+    def allowed_ids(self, m: int) -> NDArray[np.int64]:
+        """Sorted allowed token ids of mask ``m``."""
+        kind = int(self.kinds[m])
+        seg = self.data[int(self.offsets[m]) : int(self.offsets[m + 1])]
+        if kind == KIND_ALLOW:
+            return seg.astype(np.int64)
+        if kind == KIND_REJECT:
+            bits = np.ones(self.vocab_size, dtype=np.bool_)
+            bits[seg] = False
+            return np.flatnonzero(bits)
+        bits = np.unpackbits(seg.view(np.uint8), bitorder="little")[: self.vocab_size]
+        return np.flatnonzero(bits)
+
+    def count(self, m: int) -> int:
+        kind = int(self.kinds[m])
+        n = int(self.offsets[m + 1] - self.offsets[m])
+        if kind == KIND_ALLOW:
+            return n
+        if kind == KIND_REJECT:
+            return self.vocab_size - n
+        return int(self.allowed_ids(m).shape[0])
+
+
+class MaskStoreBuilder:
+    """Collects boolean masks, deduplicating identical ones."""
+
+    def __init__(self, vocab_size: int) -> None:
+        self.vocab_size = vocab_size
+        self._index: dict[bytes, int] = {}
+        self._kinds: list[int] = []
+        self._data: list[NDArray[np.int32]] = []
+
+    def add(self, mask: NDArray[np.bool_]) -> int:
+        if mask.shape != (self.vocab_size,):
+            raise ValueError(f"mask width {mask.shape} != vocab_size {self.vocab_size}")
+        row = pack_bool(mask)
+        key = row.tobytes()
+        m = self._index.get(key)
+        if m is not None:
+            return m
+        allowed = np.flatnonzero(mask)
+        words = row.shape[0]
+        n_allow, n_reject = allowed.shape[0], self.vocab_size - allowed.shape[0]
+        if n_allow <= min(n_reject, words):
+            kind, data = KIND_ALLOW, allowed.astype(np.int32)
+        elif n_reject <= words:
+            kind, data = KIND_REJECT, np.flatnonzero(~mask).astype(np.int32)
+        else:
+            kind, data = KIND_DENSE, row
+        m = len(self._kinds)
+        self._index[key] = m
+        self._kinds.append(kind)
+        self._data.append(data)
+        return m
+
+    def build(self) -> MaskStore:
+        offsets = np.zeros(len(self._data) + 1, dtype=np.int64)
+        np.cumsum([d.shape[0] for d in self._data], out=offsets[1:])
+        data = np.concatenate(self._data) if self._data else np.zeros(0, dtype=np.int32)
+        return MaskStore(self.vocab_size, np.asarray(self._kinds, dtype=np.uint8), offsets, data.astype(np.int32))

@@ -1,0 +1,188 @@
+"""Lower a Grammar IR tree into a byte-level Thompson NFA.
+
+The NFA is built in plain lists (it is transient): epsilon edges and byte-range edges per
+state. :func:`lower` is the only entry point; a ``max_states`` limit turns a grammar that
+would explode (large bounded repetitions of large items) into a clear error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from maskc.compiler.errors import StateLimitExceeded
+from maskc.compiler.ir import Alt, ByteSet, Fields, Node, Product, Repeat, Seq
+
+__all__ = ["Nfa", "lower"]
+
+
+@dataclass(slots=True)
+class Nfa:
+    """Thompson NFA over bytes: state 0 is the start, ``final`` the single accepting state."""
+
+    eps: list[list[int]] = field(default_factory=list)
+    edges: list[list[tuple[int, int, int]]] = field(default_factory=list)  # (lo, hi, target)
+    final: int = -1
+    max_states: int = 1_000_000
+
+    def new(self) -> int:
+        if len(self.eps) >= self.max_states:
+            raise StateLimitExceeded("NFA states", limit=self.max_states)
+        self.eps.append([])
+        self.edges.append([])
+        return len(self.eps) - 1
+
+    @property
+    def size(self) -> int:
+        return len(self.eps)
+
+
+def _build(nfa: Nfa, node: Node, start: int, end: int) -> None:
+    """Add ``node`` between the existing states ``start`` and ``end``."""
+    if isinstance(node, ByteSet):
+        for lo, hi in node.ranges:
+            nfa.edges[start].append((lo, hi, end))
+    elif isinstance(node, Seq):
+        if not node.items:
+            nfa.eps[start].append(end)
+            return
+        cur = start
+        for i, item in enumerate(node.items):
+            nxt = end if i == len(node.items) - 1 else nfa.new()
+            _build(nfa, item, cur, nxt)
+            cur = nxt
+    elif isinstance(node, Alt):
+        for item in node.items:
+            _build(nfa, item, start, end)
+    elif isinstance(node, Repeat):
+        cur = start
+        for _ in range(node.min):
+            nxt = nfa.new()
+            _build(nfa, node.item, cur, nxt)
+            cur = nxt
+        if node.max is None:
+            loop = nfa.new()
+            nfa.eps[cur].append(loop)
+            body_end = nfa.new()
+            _build(nfa, node.item, loop, body_end)
+            nfa.eps[body_end].append(loop)
+            nfa.eps[loop].append(end)
+        else:
+            # Optional copies nest as (x(x(x)?)?)? so subsets stay small.
+            for _ in range(node.max - node.min):
+                nfa.eps[cur].append(end)
+                nxt = nfa.new()
+                _build(nfa, node.item, cur, nxt)
+                cur = nxt
+            nfa.eps[cur].append(end)
+    elif isinstance(node, Fields):
+        _build_fields(nfa, node, start, end)
+    elif isinstance(node, Product):
+        _build_product(nfa, node, start, end)
+    else:  # pragma: no cover - the IR is closed
+        raise TypeError(f"not an IR node: {node!r}")
+
+
+def _build_fields(nfa: Nfa, node: Fields, start: int, end: int) -> None:
+    # Two chains: a_i = nothing emitted before item i, b_i = something emitted.
+    # Each item is built once, entered from a_i through `first` or from b_i through `sep`.
+    n = len(node.items)
+    a = [start] + [nfa.new() for _ in range(n)]
+    b = [nfa.new() for _ in range(n + 1)]
+    for i, (item, required) in enumerate(node.items):
+        entry, exit_ = nfa.new(), nfa.new()
+        _build(nfa, node.first, a[i], entry)
+        _build(nfa, node.sep, b[i], entry)
+        _build(nfa, item, entry, exit_)
+        nfa.eps[exit_].append(b[i + 1])
+        if not required:
+            nfa.eps[a[i]].append(a[i + 1])
+            nfa.eps[b[i]].append(b[i + 1])
+        else:
+            # A required item cannot be skipped: nothing-emitted past it is impossible.
+            pass
+    if node.rest is not None:
+        entry, exit_ = nfa.new(), nfa.new()
+        _build(nfa, node.first, a[n], entry)
+        _build(nfa, node.sep, b[n], entry)
+        _build(nfa, node.rest, entry, exit_)
+        nfa.eps[exit_].append(b[n])
+    _build(nfa, node.close_nonempty, b[n], end)
+    if node.close_empty is not None:
+        _build(nfa, node.close_empty, a[n], end)
+
+
+def _class_runs(byte_class: list[int], num_classes: int) -> list[list[tuple[int, int]]]:
+    runs: list[list[tuple[int, int]]] = [[] for _ in range(num_classes)]
+    b = 0
+    while b < 256:
+        c = byte_class[b]
+        e = b
+        while e + 1 < 256 and byte_class[e + 1] == c:
+            e += 1
+        runs[c].append((b, e))
+        b = e + 1
+    return runs
+
+
+def _build_product(nfa: Nfa, node: Product, start: int, end: int) -> None:
+    # Local import: dfa.py depends on this module for the Nfa type.
+    from maskc.compiler.dfa import determinize
+
+    limit = max(1, nfa.max_states - nfa.size)
+    da = determinize(lower(node.a, max_states=limit), max_states=limit)
+    db = determinize(lower(node.b, max_states=limit), max_states=limit)
+    ca, cb = da.byte_class.tolist(), db.byte_class.tolist()
+    pair_class: dict[tuple[int, int], int] = {}
+    byte_class = [pair_class.setdefault((ca[b], cb[b]), len(pair_class)) for b in range(256)]
+    classes = list(pair_class)
+    runs = _class_runs(byte_class, len(classes))
+    ta, tb = da.trans.tolist(), db.trans.tolist()
+    acc_a, acc_b = da.accepting.tolist(), db.accepting.tolist()
+    want_b = node.op == "and"
+    # A fresh entry state: the product may loop back to its start, and `start` can carry
+    # edges of sibling alternatives.
+    entry = nfa.new()
+    nfa.eps[start].append(entry)
+    ids: dict[tuple[int, int], int] = {(0, 0): entry}
+    order = [(0, 0)]
+    i = 0
+    while i < len(order):
+        sa, sb = order[i]
+        here = ids[(sa, sb)]
+        b_acc = sb >= 0 and acc_b[sb]
+        if acc_a[sa] and b_acc == want_b:
+            nfa.eps[here].append(end)
+        for k, (xa, xb) in enumerate(classes):
+            na = ta[sa][xa]
+            nb = tb[sb][xb] if sb >= 0 else -1
+            if na < 0 or (want_b and nb < 0):
+                continue
+            key = (na, nb)
+            tgt = ids.get(key)
+            if tgt is None:
+                tgt = nfa.new()
+                ids[key] = tgt
+                order.append(key)
+            for lo, hi in runs[k]:
+                nfa.edges[here].append((lo, hi, tgt))
+        i += 1
+
+
+def lower(node: Node, *, max_states: int = 1_000_000) -> Nfa:
+    """Thompson construction of ``node``.
+
+    Args:
+        node: the grammar.
+        max_states: refuse to build more NFA states than this.
+
+    Returns:
+        The NFA; state 0 is the start state.
+
+    Raises:
+        StateLimitExceeded: the NFA would exceed ``max_states``.
+    """
+    nfa = Nfa(max_states=max_states)
+    start = nfa.new()
+    nfa.final = nfa.new()
+    _build(nfa, node, start, nfa.final)
+    return nfa

@@ -1,0 +1,91 @@
+"""Compile options: the whitespace policy and the limits, frozen and canonically serialized.
+
+The options are part of an artifact's content address, so :meth:`CompileOptions.canonical`
+must change whenever the compiled language or masks could.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+import orjson
+
+__all__ = ["Whitespace", "WhitespaceMode", "CompileOptions", "Limits", "parse_whitespace"]
+
+WhitespaceMode = Literal["compact", "pretty", "flexible"]
+
+
+@dataclass(frozen=True, slots=True)
+class Whitespace:
+    """Where insignificant whitespace may go.
+
+    ``compact``: none (the default; every output is minimal JSON).
+    ``pretty``: exactly the canonical indented layout (``json.dumps(indent=n)``), all forced.
+    ``flexible``: JSON whitespace at every insignificant position, runs of at most ``n`` bytes.
+    """
+
+    mode: WhitespaceMode = "compact"
+    n: int = 0
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("compact", "pretty", "flexible"):
+            raise ValueError(f"whitespace mode must be compact, pretty or flexible, got {self.mode!r}")
+        if self.n < 0 or self.n > 64:
+            raise ValueError(f"whitespace width must be in 0..64, got {self.n}")
+
+    def __str__(self) -> str:
+        return self.mode if self.mode == "compact" else f"{self.mode}:{self.n}"
+
+
+def parse_whitespace(spec: str | Whitespace) -> Whitespace:
+    """Parse ``compact``, ``pretty[:INDENT]`` (default 2) or ``flexible[:N]`` (default 4).
+
+    Raises:
+        ValueError: the spec is not one of those forms.
+    """
+    if isinstance(spec, Whitespace):
+        return spec
+    mode, _, arg = spec.strip().partition(":")
+    if mode == "compact" and not arg:
+        return Whitespace("compact", 0)
+    if mode in ("pretty", "flexible"):
+        default = 2 if mode == "pretty" else 4
+        try:
+            n = int(arg) if arg else default
+        except ValueError:
+            raise ValueError(f"bad whitespace width {arg!r} in {spec!r}: expected an integer") from None
+        return Whitespace(mode, n)  # type: ignore[arg-type]
+    raise ValueError(
+        f"bad whitespace policy {spec!r}: expected compact, pretty[:INDENT] or flexible[:N]"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Resource limits of one compile; exceeding one is a :class:`LimitExceeded` error."""
+
+    max_states: int = 200_000
+    max_nfa_states: int = 2_000_000
+    max_artifact_bytes: int = 512 * 1024 * 1024
+    max_seconds: float = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class CompileOptions:
+    """Everything besides the grammar and tokenizer that decides an artifact's bytes."""
+
+    whitespace: Whitespace = Whitespace()
+    lenient: bool = False
+    any_depth: int = 3  # nesting depth of untyped ("any JSON") values
+    limits: Limits = Limits()
+
+    def canonical(self) -> dict[str, object]:
+        """The options that change the output, as canonical JSON-able data (limits excluded)."""
+        return {"whitespace": str(self.whitespace), "lenient": self.lenient, "any_depth": self.any_depth}
+
+    def canonical_json(self) -> str:
+        return orjson.dumps(self.canonical(), option=orjson.OPT_SORT_KEYS).decode()
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)

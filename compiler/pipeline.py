@@ -1,0 +1,162 @@
+"""The compile pipeline: front end -> IR -> NFA -> DFA -> minimal DFA -> token masks.
+
+The only module that knows the order of the stages. It times each one and returns a
+:class:`CompiledGrammar`: plain arrays plus the facts an artifact records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import orjson
+from numpy.typing import NDArray
+
+from maskc.compiler.align import TokenTable, align
+from maskc.compiler.dfa import Dfa, compress_classes, determinize, prune
+from maskc.compiler.errors import SchemaError, StateLimitExceeded, TimeLimitExceeded
+from maskc.compiler.frontends.json_schema import schema_to_ir
+from maskc.compiler.frontends.regex import regex_to_ir
+from maskc.compiler.ir import Node, alt, lit
+from maskc.compiler.maskstore import MaskStore, MaskStoreBuilder
+from maskc.compiler.minimize import minimize
+from maskc.compiler.nfa import lower
+from maskc.compiler.options import CompileOptions
+from maskc.compiler.vocab import Vocabulary
+
+__all__ = ["CompiledGrammar", "compile_ir", "compile_json_schema", "compile_regex", "compile_choice", "token_table", "grammar_dfa", "source_of"]
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledGrammar:
+    """A grammar compiled for one tokenizer: the DFA, a mask per state, and provenance."""
+
+    kind: str
+    source: str
+    dfa: Dfa
+    state_mask: NDArray[np.int32]
+    masks: MaskStore
+    options: CompileOptions
+    not_enforced: list[dict[str, str]] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def source_sha256(self) -> str:
+        return hashlib.sha256(f"{self.kind}\n{self.source}".encode()).hexdigest()
+
+
+def token_table(vocab: Vocabulary) -> TokenTable:
+    """The arrays of ``vocab`` that alignment needs."""
+    flat, offsets = vocab.flat()
+    n = len(vocab.token_bytes)
+    walkable = np.diff(offsets) > 0
+    if vocab.special_ids:
+        walkable[np.fromiter(vocab.special_ids, dtype=np.int64)] = False
+    return TokenTable(flat, offsets, walkable, tuple(vocab.eos_ids), vocab.vocab_size)
+
+
+def grammar_dfa(node: Node, options: CompileOptions, timings: dict[str, float] | None = None) -> Dfa:
+    """IR -> pruned, minimized, class-compressed DFA."""
+    t = timings if timings is not None else {}
+    lim = options.limits
+    deadline = time.monotonic() + lim.max_seconds
+    t0 = time.perf_counter()
+    nfa = lower(node, max_states=lim.max_nfa_states)
+    t1 = time.perf_counter()
+    dfa = determinize(nfa, max_states=lim.max_states, deadline=deadline)
+    t2 = time.perf_counter()
+    dfa = compress_classes(minimize(prune(dfa)))
+    t3 = time.perf_counter()
+    t.update(nfa_ms=(t1 - t0) * 1e3, dfa_ms=(t2 - t1) * 1e3, minimize_ms=(t3 - t2) * 1e3)
+    if dfa.num_states > lim.max_states:
+        raise StateLimitExceeded("DFA states", limit=lim.max_states, got=dfa.num_states)
+    return dfa
+
+
+def compile_ir(
+    kind: str,
+    source: str,
+    node: Node,
+    vocab: Vocabulary,
+    options: CompileOptions,
+    *,
+    not_enforced: list[dict[str, str]] | None = None,
+    progress: Progress | None = None,
+    timings: dict[str, float] | None = None,
+) -> CompiledGrammar:
+    """Compile IR for ``vocab``: automaton stages, then alignment and the mask store."""
+    t = timings if timings is not None else {}
+    start = time.perf_counter()
+    deadline = time.monotonic() + options.limits.max_seconds
+    dfa = grammar_dfa(node, options, t)
+    table = token_table(vocab)
+    builder = MaskStoreBuilder(vocab.vocab_size)
+    t0 = time.perf_counter()
+    try:
+        state_mask = align(dfa, table, add_mask=builder.add, progress=progress, deadline=deadline)
+    except TimeLimitExceeded:
+        raise TimeLimitExceeded("compile time (s)", limit=options.limits.max_seconds) from None
+    t["align_ms"] = (time.perf_counter() - t0) * 1e3
+    t["total_ms"] = (time.perf_counter() - start) * 1e3
+    return CompiledGrammar(
+        kind=kind,
+        source=source,
+        dfa=dfa,
+        state_mask=state_mask,
+        masks=builder.build(),
+        options=options,
+        not_enforced=list(not_enforced or []),
+        timings=t,
+    )
+
+
+def source_of(kind: str, grammar: Any) -> str:
+    """Canonical source text of a grammar (its hash is the artifact's grammar identity)."""
+    if kind == "regex":
+        return str(grammar)
+    # JSON keeps key order: property order is part of a schema's meaning here.
+    return orjson.dumps(grammar).decode()
+
+
+def compile_json_schema(
+    schema: Any, vocab: Vocabulary, options: CompileOptions | None = None, *, progress: Progress | None = None
+) -> CompiledGrammar:
+    """Compile a JSON Schema (a parsed value, or JSON text) for ``vocab``."""
+    opts = options or CompileOptions()
+    if isinstance(schema, (str, bytes)):
+        try:
+            schema = orjson.loads(schema)
+        except orjson.JSONDecodeError as e:
+            raise SchemaError(f"not valid JSON: {e}") from e
+    t: dict[str, float] = {}
+    t0 = time.perf_counter()
+    node, not_enforced = schema_to_ir(schema, opts)
+    t["frontend_ms"] = (time.perf_counter() - t0) * 1e3
+    return compile_ir("json_schema", source_of("json_schema", schema), node, vocab, opts,
+                      not_enforced=not_enforced, progress=progress, timings=t)
+
+
+def compile_regex(
+    pattern: str, vocab: Vocabulary, options: CompileOptions | None = None, *, progress: Progress | None = None
+) -> CompiledGrammar:
+    """Compile a regular expression (whole-output match) for ``vocab``."""
+    opts = options or CompileOptions()
+    node = regex_to_ir(pattern)
+    return compile_ir("regex", pattern, node, vocab, opts, progress=progress)
+
+
+def compile_choice(
+    choices: Sequence[str], vocab: Vocabulary, options: CompileOptions | None = None, *, progress: Progress | None = None
+) -> CompiledGrammar:
+    """Compile a closed list of literal outputs for ``vocab``."""
+    opts = options or CompileOptions()
+    if not choices or not all(isinstance(c, str) for c in choices):
+        raise SchemaError("a choice list must be a non-empty list of strings")
+    node = alt(*(lit(c) for c in choices))
+    return compile_ir("choice", source_of("choice", list(choices)), node, vocab, opts, progress=progress)
