@@ -1,0 +1,120 @@
+"""Exact masks: vectorized alignment against a brute-force oracle walking every token."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from maskc.compiler.pipeline import compile_ir, compile_json_schema, compile_regex
+from maskc.compiler.frontends.regex import regex_to_ir
+from maskc.compiler.options import CompileOptions
+from maskc.compiler.vocab import Vocabulary
+
+SCHEMAS = [
+    {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string", "maxLength": 3}}, "required": ["a"]},
+    {"type": "array", "items": {"enum": ["a", "b", 12]}, "maxItems": 3},
+    {"anyOf": [{"type": "null"}, {"type": "boolean"}, {"type": "string", "pattern": "^é+$"}]},
+    {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "object", "properties": {"b": {"const": 1}}, "required": ["b"]}}}},
+]
+
+
+def oracle(dfa, vocab: Vocabulary, state: int) -> set[int]:
+    """Allowed ids by walking each token's bytes one at a time; EOS only where accepting."""
+    out = set()
+    for t, data in enumerate(vocab.token_bytes):
+        if t in vocab.special_ids or not data:
+            continue
+        if dfa.walk(state, data) >= 0:
+            out.add(t)
+    if dfa.accepting[state]:
+        out.update(vocab.eos_ids)
+    return out
+
+
+def check_exact(g, vocab: Vocabulary) -> None:
+    for s in range(g.dfa.num_states):
+        got = set(g.masks.allowed_ids(int(g.state_mask[s])).tolist())
+        assert got == oracle(g.dfa, vocab, s), f"state {s}"
+
+
+@pytest.mark.parametrize("schema", SCHEMAS)
+def test_exact_masks_toy_bpe(schema: object, toy_vocab: Vocabulary) -> None:
+    check_exact(compile_json_schema(schema, toy_vocab), toy_vocab)
+
+
+@pytest.mark.parametrize("schema", SCHEMAS)
+def test_exact_masks_byte_vocab(schema: object, byte_vocab: Vocabulary) -> None:
+    check_exact(compile_json_schema(schema, byte_vocab), byte_vocab)
+
+
+def test_boundary_tokens_admitted_exactly_where_all_bytes_fit(toy_vocab: Vocabulary) -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "array", "items": {"type": "object"}}}, "required": ["a"]}
+    g = compile_json_schema(schema, toy_vocab)
+    ids = {t.decode("utf-8", "replace"): i for i, t in enumerate(toy_vocab.token_bytes)}
+
+    def allowed_after(prefix: bytes) -> set[str]:
+        s = g.dfa.walk(0, prefix)
+        assert s >= 0, prefix
+        return {toy_vocab.token_bytes[i].decode("utf-8", "replace") for i in g.masks.allowed_ids(int(g.state_mask[s]))}
+
+    assert '{"' in allowed_after(b"")
+    assert '"a"' in allowed_after(b"{")  # the whole key fits
+    assert '"b' not in allowed_after(b"{")  # "a" is required and comes first
+    after_a = allowed_after(b'{"a":"x')
+    assert '",' in after_a and '"}' in after_a and '"' in after_a
+    after_b = allowed_after(b'{"a":"x","b":[{}')
+    assert "}]" not in after_b  # '}]' needs a '}' first; here the array must close with ']'
+    assert "]" in after_b and "," in after_b
+    nested = allowed_after(b'{"a":"x","b":[{')
+    assert "}" in nested and "}]" in nested  # '}' closes the item, ']' the array
+    assert '",' not in allowed_after(b'{"a":"x","b":[')
+    assert ids["<pad>"] not in g.masks.allowed_ids(int(g.state_mask[0]))
+
+
+def test_partial_utf8_tokens_walk_byte_by_byte(toy_vocab: Vocabulary) -> None:
+    g = compile_regex("é+", toy_vocab)
+    lead, cont = toy_vocab.token_id(b"\xc3"), toy_vocab.token_id(b"\xa9")
+    start = set(g.masks.allowed_ids(int(g.state_mask[0])).tolist())
+    assert lead in start and cont not in start
+    mid = g.dfa.walk(0, b"\xc3")
+    assert set(g.masks.allowed_ids(int(g.state_mask[mid])).tolist()) == {cont}
+
+
+def test_specials_never_allowed_eos_only_at_end(toy_vocab: Vocabulary) -> None:
+    g = compile_regex("a*", toy_vocab)
+    eos = toy_vocab.eos_ids[0]
+    pad = toy_vocab.token_id("<pad>")
+    for s in range(g.dfa.num_states):
+        ids = set(g.masks.allowed_ids(int(g.state_mask[s])).tolist())
+        assert pad not in ids
+        assert (eos in ids) == bool(g.dfa.accepting[s])
+    # padding ids beyond the token count are never allowed
+    assert max(g.masks.allowed_ids(int(g.state_mask[0]))) < len(toy_vocab.token_bytes)
+
+
+def test_long_counted_runs_share_masks(byte_vocab: Vocabulary) -> None:
+    g = compile_json_schema({"type": "string", "maxLength": 400}, byte_vocab)
+    assert g.dfa.num_states > 400
+    # byte tokens are 1 byte long: every position but the last few share a mask
+    assert g.masks.num_masks < 40
+
+
+def test_dense_and_sparse_forms_round_trip(deepseek: Vocabulary) -> None:
+    g = compile_json_schema({"type": "object", "properties": {"s": {"type": "string"}}, "required": ["s"]}, deepseek)
+    kinds = set(g.masks.kinds.tolist())
+    assert 0 in kinds  # literal positions: short allow lists
+    assert kinds & {1, 2}  # string interiors: nearly everything allowed
+    for m in range(g.masks.num_masks):
+        row = g.masks.dense_row(m)
+        bits = np.unpackbits(row.view(np.uint8), bitorder="little")[: deepseek.vocab_size]
+        assert np.array_equal(np.flatnonzero(bits), g.masks.allowed_ids(m))
+
+
+def test_real_vocab_matches_oracle_on_sampled_states(deepseek: Vocabulary) -> None:
+    schema = {"type": "object", "properties": {"id": {"type": "integer", "minimum": 0}, "tag": {"enum": ["x", "y"]}, "note": {"type": "string", "maxLength": 4}}, "required": ["id", "tag"]}
+    g = compile_json_schema(schema, deepseek)
+    rng = np.random.default_rng(0)
+    states = sorted(set(rng.integers(0, g.dfa.num_states, size=12).tolist()) | {0})
+    for s in states:
+        got = set(g.masks.allowed_ids(int(g.state_mask[s])).tolist())
+        assert got == oracle(g.dfa, deepseek, s), f"state {s}"

@@ -1,0 +1,73 @@
+"""Regex front end: tables of (pattern, accepted, rejected) and generated strings."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from maskc.compiler.errors import RegexSyntaxError
+from tests.helpers import regex_dfa
+
+TABLE = [
+    (r"abc", ["abc"], ["ab", "abcd", ""]),
+    (r"a|bc", ["a", "bc"], ["abc", "b"]),
+    (r"[a-c]+", ["a", "cab"], ["", "d"]),
+    (r"[^a]", ["b", "é", "日", "😀"], ["a", "", "bb"]),
+    (r"\d{2,3}", ["12", "123"], ["1", "1234", "١٢"]),
+    (r"x?y*", ["", "x", "yyy", "xy"], ["xx", "yx"]),
+    (r"(ab){2}", ["abab"], ["ab", "ababab"]),
+    (r"\u00e9+", ["é", "éé"], ["e", ""]),
+    (r"[\u4e00-\u9fff]{2}", ["日本"], ["日", "ab"]),
+    (r".", ["a", "é", " "], ["\n", "\r", "\u2028", ""]),
+    (r"\s", [" ", "\t", "\u00a0", "\u3000"], ["a", ""]),
+    (r"\S", ["a"], [" ", "\u00a0"]),
+    (r"\w+", ["abc_1"], ["a-b"]),
+    (r"[-.]", ["-", "."], ["a"]),
+    (r"^ab$", ["ab"], ["xab"]),
+]
+
+
+@pytest.mark.parametrize("pattern,accepted,rejected", TABLE)
+def test_regex_table(pattern: str, accepted: list[str], rejected: list[str]) -> None:
+    dfa = regex_dfa(pattern)
+    for s in accepted:
+        assert dfa.accepts(s.encode()), (pattern, s)
+    for s in rejected:
+        assert not dfa.accepts(s.encode()), (pattern, s)
+
+
+def test_surrogates_and_invalid_utf8_rejected() -> None:
+    dfa = regex_dfa(r".*")
+    assert dfa.accepts("a😀".encode())
+    assert not dfa.accepts(b"\xed\xa0\x80")  # an encoded surrogate
+    assert not dfa.accepts(b"\xc0\xaf")  # overlong '/'
+    assert not dfa.accepts(b"\xff")
+
+
+@pytest.mark.parametrize("bad", [r"a(b", r"[b-a]", r"a{2,1}x(", r"(?<=a)b", r"a^b"])
+def test_bad_regex_is_a_clear_error(bad: str) -> None:
+    with pytest.raises(RegexSyntaxError) as e:
+        regex_dfa(bad)
+    assert repr(bad)[1:-1] in str(e.value) or bad in str(e.value)
+
+
+PATTERNS = [r"[a-z]{1,5}(-[0-9]+)?", r"(foo|bar)+baz", r"[^\n]{0,4}x", r"\d+(\.\d{1,2})?", r"[αβγ]*日?"]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_generated_strings_accepted(pattern: str, data: st.DataObject) -> None:
+    # ECMA-262 classes are ASCII (\d, \w), as Python's re.ASCII
+    s = data.draw(st.from_regex(re.compile(pattern, re.ASCII), fullmatch=True).filter(lambda x: "\n" not in x))
+    assert regex_dfa(pattern).accepts(s.encode())
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+@settings(max_examples=60, deadline=None)
+@given(s=st.text(alphabet="abfoxyz-0123.9αβγ日\n", max_size=8))
+def test_agrees_with_python_re(pattern: str, s: str) -> None:
+    assert regex_dfa(pattern).accepts(s.encode()) == (re.fullmatch(pattern, s, re.ASCII) is not None)

@@ -1,0 +1,87 @@
+"""Shared fixtures: exact toy vocabularies, real tokenizers (session-cached), a temp cache."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from maskc.compiler.vocab import Vocabulary, byte_tokenizer
+
+os.environ.setdefault("COLUMNS", "120")
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-goldens", action="store_true", help="rewrite golden files")
+
+
+@pytest.fixture
+def update_goldens(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-goldens"))
+
+
+@pytest.fixture(autouse=True)
+def _tmp_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MASKC_CACHE_DIR", str(tmp_path_factory.mktemp("maskc-cache")))
+
+
+@pytest.fixture(scope="session")
+def byte_vocab() -> Vocabulary:
+    """256 single-byte tokens plus EOS: masks are exactly the DFA's byte transitions."""
+    return byte_tokenizer()
+
+
+TOY_TOKENS = [
+    "{", "}", "[", "]", ":", ",", '"', "a", "b", "1", "2", "0", "-", ".", " ", "\n",
+    '{"', '",', '"}', "}]", '":', '":"', '"a"', "ab", "12", "true", "false", "null", "tr",
+    "ue", "nu", "ll", '"b', "é", b"\xc3", b"\xa9", "<eos>", "<pad>",
+]
+
+
+@pytest.fixture(scope="session")
+def toy_vocab() -> Vocabulary:
+    """A ~40-token BPE-like vocabulary with boundary-straddling tokens and partial UTF-8."""
+    return Vocabulary.from_tokens(TOY_TOKENS, eos="<eos>", special=["<pad>"], name="toy", vocab_size=64)
+
+
+@pytest.fixture(scope="session")
+def deepseek() -> Vocabulary:
+    import maskc
+
+    return maskc.load_tokenizer("deepseek")
+
+
+@pytest.fixture(scope="session")
+def smollm2() -> Vocabulary:
+    from tests.assets import smollm2_gguf
+
+    import maskc
+
+    path = smollm2_gguf()
+    if path is None:
+        pytest.skip("SmolLM2 GGUF not available (run `python -m tests.assets` with network)")
+    return maskc.load_tokenizer(path)
+
+
+@pytest.fixture(scope="session")
+def mistral_sp() -> Vocabulary:
+    from tests.assets import mistral_sp_model
+
+    import maskc
+
+    path = mistral_sp_model()
+    if path is None:
+        pytest.skip("Mistral SentencePiece model not available (run `python -m tests.assets` with network)")
+    return maskc.load_tokenizer(path)
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    if not SHARED.is_dir():
+        pytest.skip("../shared is absent (a user's clone): corpus tests skipped")
+    yield SHARED
