@@ -15,18 +15,43 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 from safetensors.numpy import load as st_load
-from safetensors.numpy import save as st_save
 
 from maskc.compiler.errors import ArtifactCorrupt, ArtifactError
 
 __all__ = ["write_atomic", "save_bytes", "read_artifact_file"]
 
 
+_DTYPES = {
+    np.dtype(np.int32): "I32", np.dtype(np.int64): "I64", np.dtype(np.uint8): "U8",
+    np.dtype(np.bool_): "BOOL", np.dtype(np.float32): "F32", np.dtype(np.int8): "I8",
+    np.dtype(np.uint32): "U32", np.dtype(np.int16): "I16", np.dtype(np.uint16): "U16",
+}
+
+
 def save_bytes(tensors: Mapping[str, NDArray[np.generic]], metadata: Mapping[str, str]) -> bytes:
-    """Serialize deterministically: tensors and metadata in sorted key order."""
-    ordered = {k: np.ascontiguousarray(tensors[k]) for k in sorted(tensors)}
-    meta = {k: metadata[k] for k in sorted(metadata)}
-    return st_save(ordered, metadata=meta)
+    """Serialize in the safetensors layout, deterministically.
+
+    The header is written here rather than by the safetensors library, whose metadata
+    order varies between processes: keys are sorted, tensors laid out by (alignment, name),
+    so the same inputs always give the same bytes.
+    """
+    import json
+    import struct
+
+    arrays = {k: np.ascontiguousarray(v) for k, v in tensors.items()}
+    order = sorted(arrays, key=lambda k: (-arrays[k].dtype.itemsize, k))
+    header: dict[str, object] = {"__metadata__": {k: metadata[k] for k in sorted(metadata)}}
+    offset = 0
+    for k in order:
+        a = arrays[k]
+        if a.dtype not in _DTYPES:
+            raise TypeError(f"tensor {k!r} has unsupported dtype {a.dtype}")
+        header[k] = {"dtype": _DTYPES[a.dtype], "shape": list(a.shape), "data_offsets": [offset, offset + a.nbytes]}
+        offset += a.nbytes
+    text = json.dumps(header, separators=(",", ":"), sort_keys=False, ensure_ascii=True).encode()
+    text += b" " * (-(len(text) + 8) % 8)
+    body = b"".join(arrays[k].astype(arrays[k].dtype.newbyteorder("<"), copy=False).tobytes() for k in order)
+    return struct.pack("<Q", len(text)) + text + body
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
