@@ -1,0 +1,36 @@
+"""The ``maskc`` Typer app: registers the commands and runs them under the error table.
+
+``main()`` is the console script and ``python -m maskc``. Set ``MASKC_DEBUG=1`` to see the
+traceback behind an error.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from maskc.cli.commands import cache, compile, inspect
+from maskc.cli.errors import EXIT_INTERNAL, report
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="maskc",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+    help="The mask compiler for grammar-constrained decoding: JSON Schema, regex and choice "
+    "lists → precomputed token-mask artifacts.",
+    epilog="Set MASKC_DEBUG=1 for tracebacks. Exit codes: 0 ok, 1 compile failures, "
+    "2 bad invocation or input, 3 internal error.",
+)
+app.command("compile", epilog=compile.EPILOG)(compile.compile_command)
+app.command("inspect", epilog=inspect.EPILOG)(inspect.inspect_command)
+app.add_typer(cache.cache_app)
+
+
+def main() -> None:
+    """Run the CLI; an error that escapes a command still exits with the table's code."""
+    try:
+        app(prog_name="maskc")
+    except Exception as e:  # noqa: BLE001  (outside any command: argument parsing, Typer itself)
+        raise SystemExit(report(e) or EXIT_INTERNAL) from None

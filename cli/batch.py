@@ -1,0 +1,213 @@
+"""The work behind ``maskc compile``: turn PATH arguments into jobs and compile each one.
+
+A :class:`Job` is one input already read and parsed in the parent process; :func:`run_job`
+compiles it and writes its artifact, returning a plain JSON-able result, so jobs run the
+same in-process or in a process pool whose workers load the tokenizer once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+import maskc
+from maskc.cli.errors import describe, describe_internal
+from maskc.compiler.errors import InputError, MaskcError
+from maskc.compiler.vocab import Vocabulary
+
+__all__ = ["Job", "Kind", "Settings", "collect_jobs", "load_vocabulary", "run_all", "run_job"]
+
+Kind = Literal["json_schema", "regex", "choice"]
+Result = dict[str, Any]
+
+# Keywords that mark a JSON object as a schema when a directory is scanned; other JSON files
+# there (examples, fixtures, token lists) are skipped with a warning.
+_SCHEMA_KEYWORDS = frozenset({
+    "$schema", "$id", "$ref", "$defs", "definitions", "type", "properties", "required",
+    "additionalProperties", "patternProperties", "items", "prefixItems", "enum", "const",
+    "anyOf", "oneOf", "allOf", "not", "if", "pattern", "format", "minimum", "maximum",
+    "minLength", "maxLength", "minItems", "maxItems", "title", "description",
+})
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One input: its label (path or pattern), artifact stem, kind and parsed source."""
+
+    label: str
+    stem: str
+    kind: Kind
+    source: Any = None
+    failure: dict[str, Any] | None = None  # set when reading the input already failed
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything a worker needs besides the job: picklable, no live objects."""
+
+    tokenizer: str
+    eos: tuple[int | str, ...] | None
+    vocab_size: int | None
+    whitespace: str
+    lenient: bool
+    cache: str | None
+    out: str
+
+
+def load_vocabulary(s: Settings) -> Vocabulary:
+    eos = list(s.eos) if s.eos else None
+    return maskc.load_tokenizer(s.tokenizer, eos=eos, vocab_size=s.vocab_size)
+
+
+def _read_json(path: Path) -> tuple[Any, dict[str, Any] | None]:
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise InputError(f"cannot read {path}: {e.strerror or e}") from e
+    try:
+        return orjson.loads(raw), None
+    except orjson.JSONDecodeError as e:
+        return None, describe(InputError(f"{path} is not valid JSON: {e}"))
+
+
+def _unwrap(doc: Any) -> Any:
+    # MaskBench files hold {"schema": ..., "tests": [...]}.
+    if isinstance(doc, dict) and "schema" in doc and "tests" in doc:
+        return doc["schema"]
+    return doc
+
+
+def _looks_like_schema(doc: Any) -> bool:
+    if isinstance(doc, bool):
+        return True
+    return isinstance(doc, dict) and (not doc or not _SCHEMA_KEYWORDS.isdisjoint(doc))
+
+
+def _schema_files(
+    paths: Sequence[str], skipped: list[str]
+) -> Iterator[tuple[Path, Any, dict[str, Any] | None]]:
+    for arg in paths:
+        p = Path(arg)
+        if p.is_dir():
+            files = sorted(f for f in p.glob("*.json") if f.is_file())
+            found = 0
+            for f in files:
+                doc, failure = _read_json(f)
+                doc = _unwrap(doc)
+                if failure is None and not _looks_like_schema(doc):
+                    skipped.append(str(f))
+                    continue
+                found += 1
+                yield f, doc, failure
+            if not found:
+                raise InputError(f"no JSON Schema files in directory {p}",
+                                 hint="compile takes schema .json files or directories of them")
+        elif p.is_file():
+            doc, failure = _read_json(p)
+            yield p, _unwrap(doc), failure
+        else:
+            raise InputError(f"no such file or directory: {arg}")
+
+
+def collect_jobs(paths: Sequence[str], kind: Kind) -> tuple[list[Job], list[str]]:
+    """Jobs in argument order (directories expanded, sorted) and the files skipped."""
+    jobs: list[Job] = []
+    skipped: list[str] = []
+    stems: set[str] = set()
+
+    def stem_for(base: str) -> str:
+        stem, n = base, 1
+        while stem in stems:
+            n += 1
+            stem = f"{base}-{n}"
+        stems.add(stem)
+        return stem
+
+    if kind == "regex":
+        for pattern in paths:
+            digest = hashlib.sha256(pattern.encode()).hexdigest()[:8]
+            jobs.append(Job(pattern, stem_for(f"regex-{digest}"), kind, pattern))
+    elif kind == "choice":
+        for arg in paths:
+            p = Path(arg)
+            if not p.is_file():
+                raise InputError(f"no such file: {arg}",
+                                 hint="--choice takes JSON files holding a list of strings")
+            doc, failure = _read_json(p)
+            strings = isinstance(doc, list) and all(isinstance(c, str) for c in doc)
+            if failure is None and not strings:
+                failure = describe(InputError(f"{p} must hold a JSON list of strings"))
+            jobs.append(Job(str(p), stem_for(p.stem), kind, doc, failure))
+    else:
+        for p, doc, failure in _schema_files(paths, skipped):
+            jobs.append(Job(str(p), stem_for(p.stem), kind, doc, failure))
+    return jobs, skipped
+
+
+_vocab: Vocabulary | None = None
+
+
+def _init_worker(settings: Settings) -> None:
+    global _vocab
+    _vocab = load_vocabulary(settings)
+
+
+def run_job(job: Job, settings: Settings) -> Result:
+    """Compile one job and write its artifact; failures become the result's ``error``."""
+    result: Result = {
+        "path": job.label, "ok": False, "artifact": None, "states": None,
+        "distinct_masks": None, "bytes": None, "compile_ms": None, "cache_hit": None,
+        "not_enforced": [], "error": job.failure,
+    }
+    if job.failure is not None:
+        return result
+    vocab = _vocab if _vocab is not None else load_vocabulary(settings)
+    try:
+        if job.kind == "regex":
+            art = maskc.compile_regex(job.source, vocab, cache=settings.cache)
+        elif job.kind == "choice":
+            art = maskc.compile_choice(job.source, vocab, cache=settings.cache)
+        else:
+            art = maskc.compile_json_schema(job.source, vocab, whitespace=settings.whitespace,
+                                            lenient=settings.lenient, cache=settings.cache)
+        path = art.save(Path(settings.out) / f"{job.stem}.{vocab.fingerprint[:12]}.safetensors")
+    except MaskcError as e:
+        result["error"] = describe(e)
+        return result
+    except Exception as e:  # noqa: BLE001  (a bug: reported per input, the batch goes on)
+        result["error"] = describe_internal(e)
+        return result
+    result.update(ok=True, artifact=str(path), states=art.num_states, distinct_masks=art.num_masks,
+                  bytes=path.stat().st_size, compile_ms=round(art.compile_ms, 3),
+                  cache_hit=art.cache_hit, not_enforced=art.not_enforced)
+    return result
+
+
+def run_all(jobs: Sequence[Job], settings: Settings, vocab: Vocabulary, n_workers: int,
+            started: Callable[[Job], None], finished: Callable[[Result], None]) -> list[Result]:
+    """Results in job order; ``n_workers > 1`` uses a process pool (spawned workers)."""
+    global _vocab
+    if n_workers <= 1 or len(jobs) <= 1:
+        _vocab = vocab
+        results = []
+        for job in jobs:
+            started(job)
+            results.append(run_job(job, settings))
+            finished(results[-1])
+        return results
+    out: list[Result | None] = [None] * len(jobs)
+    ctx = multiprocessing.get_context("spawn")  # no fork: the parent may run a progress thread
+    with ProcessPoolExecutor(min(n_workers, len(jobs)), mp_context=ctx,
+                             initializer=_init_worker, initargs=(settings,)) as pool:
+        futures = {pool.submit(run_job, job, settings): i for i, job in enumerate(jobs)}
+        for future in as_completed(futures):
+            out[futures[future]] = r = future.result()
+            finished(r)
+    return [r for r in out if r is not None]

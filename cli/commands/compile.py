@@ -1,0 +1,113 @@
+"""``maskc compile``: JSON Schemas, regexes or choice lists → one artifact per input.
+
+Reads the inputs, compiles them (optionally in parallel processes, through the artifact
+cache) and renders one summary: a Rich table for humans, one JSON document for machines.
+Exit code: 0 all compiled, 1 some input failed to compile, 2 bad invocation or input.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from maskc.artifacts.cache import ArtifactCache
+from maskc.cli import batch, render
+from maskc.cli.errors import EXIT_FAILED, EXIT_INTERNAL, INTERNAL_ERROR, guard
+from maskc.cli.options import (
+    DEFAULT_TOKENIZER,
+    EosOpt,
+    FormatOpt,
+    JobsOpt,
+    JsonOpt,
+    LenientOpt,
+    NoCacheOpt,
+    OutOpt,
+    TokenizerOpt,
+    VocabSizeOpt,
+    WhitespaceOpt,
+    resolve_format,
+)
+from maskc.cli.output import Output
+from maskc.compiler.errors import InputError
+
+__all__ = ["EPILOG", "compile_command"]
+
+EPILOG = """\
+[bold]Examples[/]
+
+  maskc compile schemas/ --tokenizer deepseek -o build/masks
+  maskc compile order.json --whitespace flexible:4 --lenient --json
+  maskc compile schemas/ --jobs 8 --tokenizer ./model/tokenizer.json --eos "<|im_end|>"
+  maskc compile --regex '[0-9]{3}-[0-9]{4}' --tokenizer model.gguf
+  maskc compile --choice labels.json
+"""
+
+
+def _file_label(path: str) -> str:
+    return Path(path).name.removesuffix(".json")
+
+
+def _eos(values: list[str] | None) -> tuple[int | str, ...] | None:
+    return tuple(int(v) if v.isdecimal() else v for v in values) if values else None
+
+
+@guard
+def compile_command(
+    paths: Annotated[list[str], typer.Argument(
+        metavar="PATH", show_default=False,
+        help="Schema .json files or directories of them (each *.json, not recursive); "
+             "regexes with --regex; JSON lists of strings with --choice.")],
+    tokenizer: TokenizerOpt = DEFAULT_TOKENIZER,
+    out_dir: OutOpt = Path("maskc-artifacts"),
+    whitespace: WhitespaceOpt = "compact",
+    jobs: JobsOpt = 1,
+    lenient: LenientOpt = False,
+    regex: Annotated[bool, typer.Option(help="Each PATH is a regular expression.")] = False,
+    choice: Annotated[bool, typer.Option(help="Each PATH is a JSON list of strings.")] = False,
+    eos: EosOpt = None,
+    vocab_size: VocabSizeOpt = None,
+    no_cache: NoCacheOpt = False,
+    fmt: FormatOpt = "human",
+    json_flag: JsonOpt = False,
+) -> None:
+    """Compile schemas, regexes or choice lists into token-mask artifacts for one tokenizer."""
+    if regex and choice:
+        raise typer.BadParameter("use --regex or --choice, not both", param_hint="--regex/--choice")
+    out = Output(resolve_format(fmt, json_flag))
+    kind: batch.Kind = "regex" if regex else "choice" if choice else "json_schema"
+    if kind != "json_schema" and (lenient or whitespace != "compact"):
+        out.warn("--whitespace and --lenient apply to JSON Schemas only; ignored")
+    jobs_list, skipped = batch.collect_jobs(paths, kind)
+    settings = batch.Settings(tokenizer, _eos(eos), vocab_size, whitespace, lenient,
+                              None if no_cache else str(ArtifactCache().root), str(out_dir))
+    vocab = batch.load_vocabulary(settings)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"cannot create output directory {out_dir}: {e.strerror or e}") from e
+    for path in skipped:
+        out.warn(f"skipped {path}: not a JSON Schema")
+    with out.progress(len(jobs_list), "compiling") as bar:
+        results = batch.run_all(jobs_list, settings, vocab, jobs,
+                                started=lambda job: bar.working_on(job.stem),
+                                finished=lambda _: bar.advance())
+    failed = sum(not r["ok"] for r in results)
+    if out.format == "json":
+        out.document({
+            "tokenizer": {"name": vocab.name, "sha256": vocab.fingerprint,
+                          "vocab_size": vocab.vocab_size, "eos_ids": list(vocab.eos_ids)},
+            "results": results,
+            "skipped": skipped,
+            "summary": {"compiled": len(results) - failed, "failed": failed},
+        })
+    else:
+        title = f"[bold]{vocab.name}[/] · {vocab.vocab_size:,} ids · {vocab.fingerprint[:12]}"
+        title += f" · {whitespace}" if kind == "json_schema" else ""
+        render.compile_summary(out, results, title, f"artifacts in {out_dir}/",
+                               label=str if kind == "regex" else _file_label)
+    if any(r["error"] is not None and r["error"]["type"] == INTERNAL_ERROR for r in results):
+        raise typer.Exit(EXIT_INTERNAL)
+    if failed:
+        raise typer.Exit(EXIT_FAILED)

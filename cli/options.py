@@ -1,0 +1,112 @@
+"""Shared ``Annotated`` option types, so every command spells a common option the same way.
+
+Each alias fixes the flag names, help text and help panel; the default stays in the command
+signature, where a reader looks for it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from maskc.compiler.options import parse_whitespace
+from maskc.compiler.tokenizer import DEFAULT_TOKENIZER
+
+__all__ = [
+    "DEFAULT_TOKENIZER",
+    "EosOpt",
+    "FormatOpt",
+    "JobsOpt",
+    "JsonOpt",
+    "LenientOpt",
+    "NoCacheOpt",
+    "OutOpt",
+    "OutputFormat",
+    "TokenizerOpt",
+    "VerifyTokenizerOpt",
+    "VocabSizeOpt",
+    "WhitespaceOpt",
+    "resolve_format",
+]
+
+OutputFormat = Literal["human", "json"]
+
+_TOKENIZER_HELP = (
+    "tokenizer.json, model folder, .gguf, SentencePiece .model, JSON token list, "
+    "or 'deepseek'."
+)
+
+
+def _check_whitespace(value: str) -> str:
+    try:
+        parse_whitespace(value)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
+    return value
+
+
+FormatOpt = Annotated[
+    OutputFormat,
+    typer.Option("--format", "-f", help="Output format: human (Rich) or json (one document).",
+                 rich_help_panel="Output"),
+]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Shortcut for --format json.", rich_help_panel="Output")
+]
+TokenizerOpt = Annotated[
+    str,
+    typer.Option("--tokenizer", "-t", metavar="SPEC", help=_TOKENIZER_HELP,
+                 rich_help_panel="Tokenizer"),
+]
+VerifyTokenizerOpt = Annotated[
+    str | None,
+    typer.Option("--tokenizer", "-t", metavar="SPEC",
+                 help=f"Verify the artifact was built for this tokenizer: {_TOKENIZER_HELP}",
+                 rich_help_panel="Tokenizer"),
+]
+EosOpt = Annotated[
+    list[str] | None,
+    typer.Option("--eos", metavar="TOKEN",
+                 help="End-of-sequence token, as its text or its id; repeat for several. "
+                 "Replaces the detected ones.", rich_help_panel="Tokenizer"),
+]
+VocabSizeOpt = Annotated[
+    int | None,
+    typer.Option("--vocab-size", min=1, metavar="N",
+                 help="Logits width when the model pads its vocabulary past the token count.",
+                 rich_help_panel="Tokenizer"),
+]
+WhitespaceOpt = Annotated[
+    str,
+    typer.Option("--whitespace", "-w", metavar="POLICY", callback=_check_whitespace,
+                 help="compact | pretty[:INDENT] | flexible[:N] (JSON Schema only)."),
+]
+LenientOpt = Annotated[
+    bool,
+    typer.Option("--lenient",
+                 help="Compile without keywords that cannot be enforced (multipleOf, "
+                 "uniqueItems, ...); they are recorded as not enforced in the artifact."),
+]
+OutOpt = Annotated[
+    Path,
+    typer.Option("--out", "-o", metavar="DIR", file_okay=False,
+                 help="Directory the artifacts are written to.", rich_help_panel="Output"),
+]
+JobsOpt = Annotated[
+    int,
+    typer.Option("--jobs", "-j", min=1, metavar="N",
+                 help="Compile N inputs in parallel processes."),
+]
+NoCacheOpt = Annotated[
+    bool,
+    typer.Option("--no-cache",
+                 help="Neither read nor write the artifact cache ($MASKC_CACHE_DIR or the "
+                 "user cache directory)."),
+]
+
+
+def resolve_format(fmt: OutputFormat, json_flag: bool) -> OutputFormat:
+    """``--json`` wins over ``--format``."""
+    return "json" if json_flag else fmt
