@@ -40,9 +40,9 @@ class Artifact:
             self.options: dict[str, Any] = dict(orjson.loads(metadata["options"]))
         except (ValueError, TypeError, orjson.JSONDecodeError) as e:
             raise ArtifactCorrupt(f"{where} has malformed metadata values") from e
-        fmt.check_tables(tensors, vocab_size, where)
         if fmt.content_hash(tensors) != metadata["content_sha256"]:
             raise ArtifactCorrupt(f"{where} failed its content check: the tables were modified or damaged")
+        fmt.check_tables(tensors, vocab_size, where)
         self.tensors = tensors
         self.metadata = dict(metadata)
         self.vocab_size = vocab_size

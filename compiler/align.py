@@ -24,7 +24,9 @@ from maskc.compiler.dfa import Dfa
 from maskc.compiler.errors import TimeLimitExceeded
 from maskc.compiler.minimize import refine
 
-__all__ = ["ClassSeqs", "class_sequences", "align", "TokenTable"]
+__all__ = ["ClassSeqs", "class_sequences", "align", "TokenTable", "SHORT_TOKEN"]
+
+SHORT_TOKEN = 16  # tokens up to this many bytes are "short" (the vast majority)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,11 +65,13 @@ class ClassSeqs:
     active: NDArray[np.int64]  # [max_len]: how many sequences (by_len order) are longer than d
 
 
-def class_sequences(table: TokenTable, byte_class: NDArray[np.uint8], num_classes: int) -> ClassSeqs:
-    """Map every walkable token to its class sequence and deduplicate them."""
+def class_sequences(
+    table: TokenTable, byte_class: NDArray[np.uint8], num_classes: int, select: NDArray[np.bool_] | None = None
+) -> ClassSeqs:
+    """Map every walkable token (or those in ``select``) to its class sequence; deduplicate."""
     translated = byte_class[table.flat].tobytes()
     offs = table.offsets.tolist()
-    ids = np.flatnonzero(table.walkable)
+    ids = np.flatnonzero(table.walkable if select is None else select)
     index: dict[bytes, int] = {}
     token_seq = np.empty(ids.shape[0], dtype=np.int64)
     seqs: list[bytes] = []
@@ -191,29 +195,45 @@ def align(
     Raises:
         TimeLimitExceeded: ``deadline`` (``time.monotonic()``) passed.
     """
-    seqs = class_sequences(table, dfa.byte_class, dfa.num_classes)
-    depth = max(1, table.max_len)
-    block = refine(dfa.trans, dfa.accepting.astype(np.int64), max_rounds=depth)
+    lens = np.diff(table.offsets)
+    short_sel = table.walkable & (lens <= SHORT_TOKEN)
+    long_sel = table.walkable & (lens > SHORT_TOKEN)
+    short = class_sequences(table, dfa.byte_class, dfa.num_classes, short_sel)
+    long_ = class_sequences(table, dfa.byte_class, dfa.num_classes, long_sel)
+    acc = dfa.accepting.astype(np.int64)
+    # Masks of short tokens depend on the first SHORT_TOKEN bytes of the future only;
+    # long tokens (few) on up to max_len bytes: two partitions, the finer one drives.
+    block_s = refine(dfa.trans, acc, max_rounds=SHORT_TOKEN)
+    block = refine(dfa.trans, acc, max_rounds=max(SHORT_TOKEN, table.max_len)) if long_.token_ids.size else block_s
     nblocks = int(block.max()) + 1
     rep = np.full(nblocks, -1, dtype=np.int64)
     rep[block[::-1]] = np.arange(dfa.num_states - 1, -1, -1)
     eos = np.asarray(table.eos_ids, dtype=np.int64)
     flat_trans = _sink_table(dfa.trans)
+    short_cache: dict[int, NDArray[np.bool_]] = {}
     memo: dict[bytes, int] = {}
     block_mask = np.zeros(nblocks, dtype=np.int32)
     for b in range(nblocks):
         if deadline is not None and time.monotonic() > deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
         s = int(rep[b])
-        ok_seq = np.zeros(seqs.lengths.shape[0] + 1, dtype=np.bool_)
-        ok_seq[allowed_sequences(dfa, seqs, s, flat_trans)] = True
-        ok_seq[-1] = bool(dfa.accepting[s])
-        key = np.packbits(ok_seq).tobytes()
+        ks = int(block_s[s])
+        ok_s = short_cache.get(ks)
+        if ok_s is None:
+            ok_s = np.zeros(short.lengths.shape[0], dtype=np.bool_)
+            ok_s[allowed_sequences(dfa, short, s, flat_trans)] = True
+            short_cache[ks] = ok_s
+        ok_l = np.zeros(long_.lengths.shape[0] + 1, dtype=np.bool_)
+        if long_.lengths.size:
+            ok_l[allowed_sequences(dfa, long_, s, flat_trans)] = True
+        ok_l[-1] = bool(dfa.accepting[s])
+        key = np.packbits(ok_s).tobytes() + b"|" + np.packbits(ok_l).tobytes()
         m = memo.get(key)
         if m is None:
             mask = np.zeros(table.vocab_size, dtype=np.bool_)
-            mask[seqs.token_ids[ok_seq[seqs.token_seq]]] = True
-            if ok_seq[-1] and eos.size:
+            mask[short.token_ids[ok_s[short.token_seq]]] = True
+            mask[long_.token_ids[ok_l[long_.token_seq]]] = True
+            if ok_l[-1] and eos.size:
                 mask[eos] = True
             m = add_mask(mask)
             memo[key] = m

@@ -15,13 +15,41 @@ from maskc.compiler.dfa import DEAD, Dfa
 __all__ = ["minimize", "refine", "canonical"]
 
 
+_RNG = np.random.default_rng(0x6D61736B63)
+_MULT = _RNG.integers(1, 2**62, size=(2, 4096), dtype=np.int64) | 1
+
+
 def _row_ids(rows: NDArray[np.int64]) -> tuple[NDArray[np.int64], int]:
-    """Dense ids for identical rows (order of first occurrence is irrelevant here)."""
+    """Dense ids for identical rows, exactly (sorting whole rows)."""
     contiguous = np.ascontiguousarray(rows)
     view = contiguous.view(np.dtype((np.void, contiguous.dtype.itemsize * contiguous.shape[1])))
     _, inverse = np.unique(view.ravel(), return_inverse=True)
     inv = np.asarray(inverse, dtype=np.int64).reshape(-1)
     return inv, int(inv.max()) + 1 if inv.size else 0
+
+
+def _hash_ids(rows: NDArray[np.int64]) -> tuple[NDArray[np.int64], int]:
+    """Dense ids for rows by a 128-bit multiplicative hash (verified by the caller)."""
+    w = rows.shape[1]
+    if w > _MULT.shape[1]:
+        return _row_ids(rows)
+    with np.errstate(over="ignore"):
+        h1 = (rows * _MULT[0, :w]).sum(axis=1)
+        h2 = (rows * _MULT[1, :w]).sum(axis=1)
+    keys = np.stack([h1, h2], axis=1)
+    return _row_ids(keys)
+
+
+def _is_congruence(trans: NDArray[np.int32], block: NDArray[np.int64], initial: NDArray[np.int64]) -> bool:
+    """Whether every block agrees on ``initial`` and on the blocks of its successors."""
+    n = block.shape[0]
+    rep = np.zeros(int(block.max()) + 1, dtype=np.int64)
+    rep[block[::-1]] = np.arange(n - 1, -1, -1)
+    r = rep[block]
+    if not np.array_equal(initial, initial[r]):
+        return False
+    succ = np.where(trans >= 0, block[np.where(trans >= 0, trans, 0)], -1)
+    return bool(np.array_equal(succ, succ[r]))
 
 
 def refine(
@@ -30,20 +58,58 @@ def refine(
     """Refine the partition ``initial`` until stable or for ``max_rounds`` rounds.
 
     After k rounds two states share a block iff no string of length <= k tells them apart
-    (with respect to ``initial`` and to where transitions are missing).
+    (with respect to ``initial`` and to where transitions are missing). Rows are grouped by
+    a 128-bit hash for speed; when the refinement stabilizes, a congruence check makes the
+    result exact (an exact pass reruns otherwise).
     """
-    block, count = _row_ids(initial.reshape(-1, 1).astype(np.int64))
+    init, count = _row_ids(initial.reshape(-1, 1).astype(np.int64))
+    block = init
     rounds = 0
+    stable = False
     while max_rounds is None or rounds < max_rounds:
         succ = np.where(trans >= 0, block[np.where(trans >= 0, trans, 0)], -1)
         sig = np.concatenate([block[:, None], succ.astype(np.int64)], axis=1)
-        new_block, new_count = _row_ids(sig)
+        new_block, new_count = _hash_ids(sig)
+        rounds += 1
+        block = new_block
+        if new_count == count:
+            stable = True
+            break
+        count = new_count
+    if stable and not _is_congruence(trans, block, init):
+        return _exact_refine(trans, init, max_rounds)
+    # Cut at max_rounds: the hashed grouping stands. Two rows merge wrongly only on a
+    # 128-bit collision of random odd multipliers (about n^2 * 2^-128 over n states).
+    return block
+
+
+def _exact_refine(trans: NDArray[np.int32], block: NDArray[np.int64], max_rounds: int | None) -> NDArray[np.int64]:
+    count = int(block.max()) + 1
+    rounds = 0
+    while max_rounds is None or rounds < max_rounds:
+        succ = np.where(trans >= 0, block[np.where(trans >= 0, trans, 0)], -1)
+        new_block, new_count = _row_ids(np.concatenate([block[:, None], succ.astype(np.int64)], axis=1))
         rounds += 1
         block = new_block
         if new_count == count:
             break
         count = new_count
     return block
+
+
+def _moore(trans: NDArray[np.int32], initial: NDArray[np.int64], max_rounds: int) -> tuple[NDArray[np.int64], bool]:
+    init, count = _row_ids(initial.reshape(-1, 1))
+    block = init
+    for _ in range(max_rounds):
+        succ = np.where(trans >= 0, block[np.where(trans >= 0, trans, 0)], -1)
+        new_block, new_count = _hash_ids(np.concatenate([block[:, None], succ.astype(np.int64)], axis=1))
+        block = new_block
+        if new_count == count:
+            if _is_congruence(trans, block, init):
+                return block, True
+            return _exact_refine(trans, init, None), True
+        count = new_count
+    return block, False
 
 
 def canonical(dfa: Dfa) -> Dfa:
@@ -65,9 +131,22 @@ def canonical(dfa: Dfa) -> Dfa:
     return Dfa(t, dfa.byte_class.copy(), dfa.accepting[old].copy())
 
 
-def minimize(dfa: Dfa) -> Dfa:
-    """The minimal DFA for the language of a pruned ``dfa``, canonically numbered."""
-    block = refine(dfa.trans, dfa.accepting.astype(np.int64))
+MAX_ROUNDS = 120
+MAX_STATES = 30_000  # larger DFAs come from counted runs, which subset construction leaves near-minimal
+
+
+def minimize(dfa: Dfa, *, max_rounds: int = MAX_ROUNDS) -> Dfa:
+    """The minimal DFA for the language of a pruned ``dfa``, canonically numbered.
+
+    Moore's refinement needs as many rounds as the longest shortest distinguishing string
+    (long counted runs such as ``maxLength: 5000``); past ``max_rounds`` the DFA is
+    returned unminimized but canonically numbered, which is correct, only larger.
+    """
+    if dfa.num_states > MAX_STATES:
+        return canonical(dfa)
+    block, stable = _moore(dfa.trans, dfa.accepting.astype(np.int64), max_rounds)
+    if not stable:
+        return canonical(dfa)
     nblocks = int(block.max()) + 1
     rep = np.zeros(nblocks, dtype=np.int64)
     rep[block[::-1]] = np.arange(dfa.num_states - 1, -1, -1)  # first member of each block

@@ -332,6 +332,15 @@ class SchemaCompiler:
         body = constraints[0]
         for c in constraints[1:]:
             body = Product(body, c, "and")
+        span = _byte_span(body)
+        if span is not None:
+            # Each character takes 1..6 bytes in canonical spelling (escapes included):
+            # a bound already implied by the byte lengths needs no product.
+            min_b, max_b = span
+            if hi is not None and max_b is not None and max_b <= hi:
+                hi = None
+            if lo > 0 and (min_b + 5) // 6 >= lo:
+                lo = 0
         if lo > 0 or hi is not None:
             body = Product(body, rep(CANONICAL_ANY_CHAR, lo, hi), "and")
         return seq(lit('"'), body, lit('"'))
@@ -440,6 +449,20 @@ class SchemaCompiler:
         prefix = prefix or []
         nodes = [self.value(p, _ptr(pointer, "prefixItems", i), depth + 1) for i, p in enumerate(prefix)]
         tail = self.value(items, _ptr(pointer, "items"), depth + 1)
+        counted = (hi if hi is not None else lo) - len(nodes)
+        if counted > 1 and tail != NOTHING:
+            # A DFA counts items by copying the item's automaton once per position.
+            size = _dfa_size(tail, self.options.limits.max_states)
+            if size * counted > self.options.limits.max_states // 4:
+                kw = "maxItems" if hi is not None else "minItems"
+                self.unsupported(
+                    kw, _ptr(pointer, kw),
+                    f"counting {counted} items of ~{size} states each needs ~{size * counted} states",
+                )
+                if hi is not None:
+                    hi = None
+                else:
+                    lo = min(lo, len(nodes) + 1)
         # Sequences of length n in [lo, hi]: positions < len(prefix) use their own schema.
         max_len = hi
         if tail == NOTHING:
@@ -490,6 +513,58 @@ class SchemaCompiler:
             Fields((), layout.first, layout.sep, layout.close("}"), layout.close_empty("}"), seq(key, layout.colon, inner)),
         )
         return alt(*scalars, arr, obj)
+
+
+def _byte_span(node: Node) -> tuple[int, int | None] | None:
+    """Shortest and longest byte length of ``node``'s strings (longest None: unbounded)."""
+    from maskc.compiler.ir import Alt, ByteSet, Fields, Repeat, Seq
+
+    if isinstance(node, ByteSet):
+        return 1, 1
+    if isinstance(node, Seq):
+        lo, hi = 0, 0
+        for it in node.items:
+            sp = _byte_span(it)
+            if sp is None:
+                return None
+            lo += sp[0]
+            hi = None if hi is None or sp[1] is None else hi + sp[1]
+        return lo, hi
+    if isinstance(node, Alt):
+        spans = [_byte_span(it) for it in node.items]
+        if not spans or any(sp is None for sp in spans):
+            return None
+        los = [sp[0] for sp in spans if sp is not None]
+        his = [sp[1] for sp in spans if sp is not None]
+        return min(los), (None if any(h is None for h in his) else max(h for h in his if h is not None))
+    if isinstance(node, Repeat):
+        sp = _byte_span(node.item)
+        if sp is None:
+            return None
+        hi_r = None if node.max is None or sp[1] is None else sp[1] * node.max
+        return sp[0] * node.min, hi_r
+    if isinstance(node, Fields):
+        return None
+    if isinstance(node, Product):
+        a, b = _byte_span(node.a), _byte_span(node.b)
+        if node.op == "minus" or a is None:
+            return a
+        if b is None:
+            return a
+        hi2 = a[1] if b[1] is None else (b[1] if a[1] is None else min(a[1], b[1]))
+        return max(a[0], b[0]), hi2
+    return None
+
+
+def _dfa_size(node: Node, limit: int) -> int:
+    """A cheap estimate of the DFA size of ``node`` (half its NFA states; the limit if larger)."""
+    from maskc.compiler.errors import LimitExceeded
+    from maskc.compiler.nfa import lower
+
+    try:
+        return lower(node, max_states=limit * 4).size // 2
+    except LimitExceeded:
+        return limit
 
 
 def _is_type(v: JsonValue, t: str) -> bool:
