@@ -109,21 +109,41 @@ def determinize(
                 mv.append((c, tgt))
         moves.append(mv)
 
-    closure_memo: dict[int, frozenset[int]] = {}
+    useful = [bool(mv) or i == nfa.final for i, mv in enumerate(moves)]
+    single: list[frozenset[int] | None] = [None] * nfa.size
+
+    def closure_of(s0: int) -> frozenset[int]:
+        """Useful states epsilon-reachable from one NFA state (memoized)."""
+        got = single[s0]
+        if got is None:
+            stack = [s0]
+            seen = {s0}
+            while stack:
+                s = stack.pop()
+                for t in nfa.eps[s]:
+                    if t not in seen:
+                        seen.add(t)
+                        stack.append(t)
+            got = frozenset(x for x in seen if useful[x])
+            single[s0] = got
+        return got
+
+    memo: dict[frozenset[int], frozenset[int]] = {}
 
     def closure(states: frozenset[int] | set[int]) -> frozenset[int]:
-        stack = list(states)
-        seen = set(states)
-        while stack:
-            s = stack.pop()
-            for t in nfa.eps[s]:
-                if t not in seen:
-                    seen.add(t)
-                    stack.append(t)
-        # Keep only states that matter: those with byte moves, or the final state.
-        return frozenset(s for s in seen if moves[s] or s == nfa.final)
+        key = frozenset(states)
+        got = memo.get(key)
+        if got is None:
+            if len(key) == 1:
+                got = closure_of(next(iter(key)))
+            else:
+                acc: set[int] = set()
+                for x in key:
+                    acc |= closure_of(x)
+                got = frozenset(acc)
+            memo[key] = got
+        return got
 
-    del closure_memo
     start = closure({0})
     index: dict[frozenset[int], int] = {start: 0}
     order = [start]

@@ -29,15 +29,22 @@ def _row_ids(rows: NDArray[np.int64]) -> tuple[NDArray[np.int64], int]:
 
 
 def _hash_ids(rows: NDArray[np.int64]) -> tuple[NDArray[np.int64], int]:
-    """Dense ids for rows by a 128-bit multiplicative hash (verified by the caller)."""
+    """Dense ids for rows by a 128-bit multiplicative hash.
+
+    Rows are grouped by the first 64-bit hash with a 1-D sort; the second hash must then be
+    constant within every group, else the exact row grouping runs instead. Callers verify
+    stable partitions exactly (:func:`_is_congruence`).
+    """
     w = rows.shape[1]
     if w > _MULT.shape[1]:
         return _row_ids(rows)
     with np.errstate(over="ignore"):
-        h1 = (rows * _MULT[0, :w]).sum(axis=1)
-        h2 = (rows * _MULT[1, :w]).sum(axis=1)
-    keys = np.stack([h1, h2], axis=1)
-    return _row_ids(keys)
+        h = rows @ _MULT[:, :w].T  # [n, 2], wrapping int64 arithmetic
+    _, first, inverse = np.unique(h[:, 0], return_index=True, return_inverse=True)
+    inv = np.asarray(inverse, dtype=np.int64).reshape(-1)
+    if not np.array_equal(h[:, 1], h[first[inv], 1]):
+        return _row_ids(rows)
+    return inv, int(first.shape[0])
 
 
 def _is_congruence(trans: NDArray[np.int32], block: NDArray[np.int64], initial: NDArray[np.int64]) -> bool:
@@ -66,9 +73,15 @@ def refine(
     block = init
     rounds = 0
     stable = False
+    n = trans.shape[0]
+    tz = np.where(trans >= 0, trans, n).astype(np.int64)
+    sig = np.empty((n, trans.shape[1] + 1), dtype=np.int64)
+    ext = np.empty(n + 1, dtype=np.int64)
     while max_rounds is None or rounds < max_rounds:
-        succ = np.where(trans >= 0, block[np.where(trans >= 0, trans, 0)], -1)
-        sig = np.concatenate([block[:, None], succ.astype(np.int64)], axis=1)
+        ext[:n] = block
+        ext[n] = -1
+        sig[:, 0] = block
+        sig[:, 1:] = ext[tz]
         new_block, new_count = _hash_ids(sig)
         rounds += 1
         block = new_block
