@@ -25,7 +25,7 @@ except ImportError:  # pragma: no cover - transformers is an optional extra
 __all__ = ["MaskcLogitsProcessor"]
 
 
-class MaskcLogitsProcessor(_Base):  # type: ignore[misc]
+class MaskcLogitsProcessor(_Base):
     """Constrain ``model.generate`` to an artifact's grammar.
 
     Example:

@@ -145,7 +145,8 @@ def _dense_walk(flat_trans: NDArray[np.int64], num_classes: int, dead: int, seqs
         n = int(seqs.active[d])
         head = state[:n]
         state[:n] = flat_trans[head * num_classes + seqs.columns[d, :n]]
-    return seqs.by_len[state != dead]
+    out: NDArray[np.int64] = seqs.by_len[state != dead]
+    return out
 
 
 def allowed_sequences(dfa: Dfa, seqs: ClassSeqs, s: int, flat_trans: NDArray[np.int64] | None = None) -> NDArray[np.int64]:

@@ -185,7 +185,7 @@ def coreachable(trans: NDArray[np.int32], accepting: NDArray[np.bool_]) -> NDArr
     src_sorted = src[order]
     starts = np.searchsorted(dst[order], np.arange(n + 1))
     live = accepting.copy()
-    stack = list(np.flatnonzero(accepting))
+    stack: list[int] = np.flatnonzero(accepting).tolist()
     while stack:
         t = stack.pop()
         for s in src_sorted[starts[t] : starts[t + 1]]:

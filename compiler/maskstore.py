@@ -77,8 +77,8 @@ class MaskStore:
             bits = np.ones(self.vocab_size, dtype=np.bool_)
             bits[seg] = False
             return np.flatnonzero(bits)
-        bits = np.unpackbits(seg.view(np.uint8), bitorder="little")[: self.vocab_size]
-        return np.flatnonzero(bits)
+        packed = np.unpackbits(seg.view(np.uint8), bitorder="little")[: self.vocab_size]
+        return np.flatnonzero(packed)
 
     def count(self, m: int) -> int:
         kind = int(self.kinds[m])

@@ -50,8 +50,10 @@ def _describe(path: Path) -> dict[str, str]:
 def ls_command(fmt: FormatOpt = "human", json_flag: JsonOpt = False) -> None:
     """List cached artifacts: grammar kind, tokenizer and size."""
     out, cache = Output(resolve_format(fmt, json_flag)), ArtifactCache()
-    entries = [{"path": str(p), "bytes": p.stat().st_size, **_describe(p)} for p in cache.entries()]
-    total = sum(int(e["bytes"]) for e in entries)
+    entries: list[dict[str, object]] = [
+        {"path": str(p), "bytes": p.stat().st_size, **_describe(p)} for p in cache.entries()
+    ]
+    total = sum(int(str(e["bytes"])) for e in entries)
     if out.format == "json":
         out.document({"root": str(cache.root), "total_bytes": total, "entries": entries})
         return
@@ -62,7 +64,7 @@ def ls_command(fmt: FormatOpt = "human", json_flag: JsonOpt = False) -> None:
     for e in entries:
         stem = Path(str(e["path"])).stem
         key = stem if len(stem) <= 16 else stem[:16] + "…"
-        table.add_row(key, str(e["kind"]), str(e["tokenizer"]), human_bytes(int(e["bytes"])))
+        table.add_row(key, str(e["kind"]), str(e["tokenizer"]), human_bytes(int(str(e["bytes"]))))
     out.show(table)
     out.show(Text(f"{len(entries)} entries, {human_bytes(total)}", style="bold"))
 

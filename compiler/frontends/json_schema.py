@@ -522,7 +522,8 @@ def _byte_span(node: Node) -> tuple[int, int | None] | None:
     if isinstance(node, ByteSet):
         return 1, 1
     if isinstance(node, Seq):
-        lo, hi = 0, 0
+        lo, hi_s = 0, 0
+        hi: int | None = hi_s
         for it in node.items:
             sp = _byte_span(it)
             if sp is None:
