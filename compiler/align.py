@@ -65,64 +65,81 @@ class ClassSeqs:
     active: NDArray[np.int64]  # [max_len]: how many sequences (by_len order) are longer than d
 
 
+_SEQ_MULT = np.random.default_rng(0x616C6967).integers(1, 2**62, size=(2, 1 << 12), dtype=np.int64) | 1
+
+
+def _group_sequences(cls: NDArray[np.uint8], starts: NDArray[np.int64], lens: NDArray[np.int64]) -> NDArray[np.int64] | None:
+    """Group equal class sequences: a group id per token, or None if a hash collided.
+
+    Hashes every sequence twice (position-weighted sums), groups by the first hash, then
+    checks exactly, byte by byte against each group's first member.
+    """
+    n = lens.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    if int(lens.max()) > _SEQ_MULT.shape[1]:
+        return None
+    total = int(lens.sum())
+    pos = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
+    idx = np.repeat(starts, lens) + pos
+    vals = cls[idx].astype(np.int64) + 1
+    with np.errstate(over="ignore"):
+        seg = np.cumsum(lens) - lens
+        h1 = np.add.reduceat(vals * _SEQ_MULT[0, pos], seg)
+        h2 = np.add.reduceat(vals * _SEQ_MULT[1, pos], seg)
+        h1 = h1 * 31 + lens
+    _, first, inverse = np.unique(h1, return_index=True, return_inverse=True)
+    inv = np.asarray(inverse, dtype=np.int64).reshape(-1)
+    head = first[inv]
+    if not (np.array_equal(h2, h2[head]) and np.array_equal(lens, lens[head])):
+        return None
+    # exact check: every token's classes equal its group head's
+    if not np.array_equal(vals, cls[np.repeat(starts[head], lens) + pos].astype(np.int64) + 1):
+        return None
+    return inv
+
+
 def class_sequences(
     table: TokenTable, byte_class: NDArray[np.uint8], num_classes: int, select: NDArray[np.bool_] | None = None
 ) -> ClassSeqs:
     """Map every walkable token (or those in ``select``) to its class sequence; deduplicate."""
-    translated = byte_class[table.flat].tobytes()
-    offs = table.offsets.tolist()
+    cls_all = byte_class[table.flat]
     ids = np.flatnonzero(table.walkable if select is None else select)
-    index: dict[bytes, int] = {}
-    token_seq = np.empty(ids.shape[0], dtype=np.int64)
-    seqs: list[bytes] = []
-    for k, t in enumerate(ids.tolist()):
-        key = translated[offs[t] : offs[t + 1]]
-        j = index.get(key)
-        if j is None:
-            j = len(seqs)
-            index[key] = j
-            seqs.append(key)
-        token_seq[k] = j
-    lengths = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
-    offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
+    starts = table.offsets[ids]
+    tlens = table.offsets[ids + 1] - starts
+    group = _group_sequences(cls_all, starts, tlens)
+    if group is None:  # a hash collision: group exactly, in Python
+        translated = cls_all.tobytes()
+        index: dict[bytes, int] = {}
+        group = np.empty(ids.shape[0], dtype=np.int64)
+        for k, (a, n) in enumerate(zip(starts.tolist(), tlens.tolist())):
+            group[k] = index.setdefault(translated[a : a + n], len(index))
+    # number groups by first occurrence, so results do not depend on hash values
+    uniq, first = np.unique(group, return_index=True)
+    order = np.argsort(first, kind="stable")
+    renum = np.empty(uniq.shape[0], dtype=np.int64)
+    renum[order] = np.arange(uniq.shape[0], dtype=np.int64)
+    token_seq = renum[np.searchsorted(uniq, group)]
+    head_tok = first[order]  # a token of each sequence, in sequence order
+    lengths = tlens[head_tok]
+    offsets = np.zeros(lengths.shape[0] + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    flat = np.frombuffer(b"".join(seqs), dtype=np.uint8).astype(np.int64)
-    first = flat[offsets[:-1]] if len(seqs) else np.zeros(0, dtype=np.int64)
-    by_first = np.argsort(first, kind="stable")
-    first_start = np.searchsorted(first[by_first], np.arange(num_classes + 1))
+    pos = np.arange(int(offsets[-1]), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+    flat = cls_all[np.repeat(starts[head_tok], lengths) + pos].astype(np.int64)
+    first_cls = flat[offsets[:-1]] if lengths.size else np.zeros(0, dtype=np.int64)
+    by_first = np.argsort(first_cls, kind="stable")
+    first_start = np.searchsorted(first_cls[by_first], np.arange(num_classes + 1))
     by_len = np.argsort(-lengths, kind="stable")
     max_len = int(lengths.max()) if lengths.size else 0
     sorted_len = lengths[by_len]
     active = np.array([int(np.count_nonzero(sorted_len > d)) for d in range(max_len)], dtype=np.int64)
-    columns = np.zeros((max_len, len(seqs)), dtype=np.int32)
-    starts = offsets[:-1][by_len]
+    columns = np.zeros((max_len, lengths.shape[0]), dtype=np.int32)
+    hs = offsets[:-1][by_len]
     for d in range(max_len):
-        n = int(active[d])
-        columns[d, :n] = flat[starts[:n] + d]
+        k = int(active[d])
+        columns[d, :k] = flat[hs[:k] + d]
     return ClassSeqs(flat, offsets, lengths, ids, token_seq, by_first, first_start.astype(np.int64),
                      by_len, columns, active)
-
-
-def _walk(
-    trans: NDArray[np.int32], seqs: ClassSeqs, cand: NDArray[np.int64], start: NDArray[np.int64]
-) -> NDArray[np.int64]:
-    """Sequences in ``cand`` whose walk from ``start`` (state per candidate) completes."""
-    pos = np.zeros(cand.shape[0], dtype=np.int64)
-    state = start
-    ok: list[NDArray[np.int64]] = []
-    while cand.size:
-        done = pos >= seqs.lengths[cand]
-        if done.any():
-            ok.append(cand[done])
-            keep = ~done
-            cand, pos, state = cand[keep], pos[keep], state[keep]
-            if not cand.size:
-                break
-        cls = seqs.flat[seqs.offsets[cand] + pos]
-        state = trans[state, cls].astype(np.int64)
-        alive = state >= 0
-        cand, pos, state = cand[alive], pos[alive] + 1, state[alive]
-    return np.concatenate(ok) if ok else np.zeros(0, dtype=np.int64)
 
 
 def _sink_table(trans: NDArray[np.int32]) -> NDArray[np.int64]:
@@ -149,32 +166,93 @@ def _dense_walk(flat_trans: NDArray[np.int64], num_classes: int, dead: int, seqs
     return out
 
 
+def _width(dfa: Dfa, seqs: ClassSeqs, s: int) -> int:
+    live = np.flatnonzero(dfa.trans[s] >= 0)
+    return int((seqs.first_start[live + 1] - seqs.first_start[live]).sum())
+
+
 def allowed_sequences(dfa: Dfa, seqs: ClassSeqs, s: int, flat_trans: NDArray[np.int64] | None = None) -> NDArray[np.int64]:
-    """Indices of the class sequences allowed in state ``s``."""
-    row = dfa.trans[s]
-    live_first = np.flatnonzero(row >= 0)
-    if not live_first.size:
-        return np.zeros(0, dtype=np.int64)
-    width = int((seqs.first_start[live_first + 1] - seqs.first_start[live_first]).sum())
-    if flat_trans is not None and width * 4 > seqs.lengths.shape[0]:
+    """Indices of the class sequences allowed in state ``s`` (one state; see :func:`_batch_allowed`)."""
+    if flat_trans is not None and _width(dfa, seqs, s) * 4 > seqs.lengths.shape[0]:
         return _dense_walk(flat_trans, dfa.num_classes, dfa.num_states, seqs, s)
-    self_loop = row == s
-    parts: list[NDArray[np.int64]] = []
-    if self_loop.any():
-        in_loop = self_loop[seqs.flat]
-        all_loop = np.logical_and.reduceat(in_loop, seqs.offsets[:-1]) if seqs.flat.size else in_loop
-        parts.append(np.flatnonzero(all_loop))
-        skip = all_loop
-    else:
-        skip = None
-    chunks = [seqs.by_first[seqs.first_start[c] : seqs.first_start[c + 1]] for c in live_first.tolist()]
-    cand = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
-    if skip is not None:
-        cand = cand[~skip[cand]]
-    if cand.size:
-        start = np.full(cand.shape[0], s, dtype=np.int64)
-        parts.append(_walk(dfa.trans, seqs, cand, start))
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    return _batch_allowed(dfa, seqs, np.array([s], dtype=np.int64))[0]
+
+
+def _batch_allowed(dfa: Dfa, seqs: ClassSeqs, states: NDArray[np.int64], budget: int = 1 << 21) -> list[NDArray[np.int64]]:
+    """Allowed sequences for many (narrow) states at once: one walk over (state, sequence) pairs.
+
+    Only sequences whose first class is live in a state are paired with it; batches keep
+    the pair count under ``budget`` so memory stays bounded.
+    """
+    out: list[NDArray[np.int64]] = [np.zeros(0, dtype=np.int64) for _ in range(states.shape[0])]
+    if not states.size or not seqs.lengths.size:
+        return out
+    counts = seqs.first_start[1:] - seqs.first_start[:-1]  # [classes]
+    live = dfa.trans[states] >= 0  # [k, classes]
+    per_state = (live * counts[None, :]).sum(axis=1)
+    start = 0
+    while start < states.shape[0]:
+        stop, total = start, 0
+        while stop < states.shape[0] and (stop == start or total + int(per_state[stop]) <= budget):
+            total += int(per_state[stop])
+            stop += 1
+        ks, cs = np.nonzero(live[start:stop])
+        lens = counts[cs]
+        owner = np.repeat(ks, lens)
+        base = np.repeat(seqs.first_start[cs] - (np.cumsum(lens) - lens), lens)
+        cand = seqs.by_first[base + np.arange(int(lens.sum()), dtype=np.int64)]
+        ok_owner, ok_seq = _walk_owned(dfa.trans, seqs, cand, owner, states[start:stop])
+        order = np.argsort(ok_owner, kind="stable")
+        ok_owner, ok_seq = ok_owner[order], ok_seq[order]
+        bounds = np.searchsorted(ok_owner, np.arange(stop - start + 1))
+        for j in range(stop - start):
+            out[start + j] = ok_seq[bounds[j] : bounds[j + 1]]
+        start = stop
+    return out
+
+
+def _walk_owned(
+    trans: NDArray[np.int32], seqs: ClassSeqs, cand: NDArray[np.int64], owner: NDArray[np.int64], states: NDArray[np.int64]
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Walk each candidate sequence from its owner's state; the (owner, sequence) pairs that finish."""
+    pos = np.zeros(cand.shape[0], dtype=np.int64)
+    state = states[owner]
+    ok_o: list[NDArray[np.int64]] = []
+    ok_s: list[NDArray[np.int64]] = []
+    lengths = seqs.lengths
+    while cand.size:
+        done = pos >= lengths[cand]
+        if done.any():
+            ok_o.append(owner[done])
+            ok_s.append(cand[done])
+            keep = ~done
+            cand, pos, state, owner = cand[keep], pos[keep], state[keep], owner[keep]
+            if not cand.size:
+                break
+        cls = seqs.flat[seqs.offsets[cand] + pos]
+        state = trans[state, cls].astype(np.int64)
+        alive = state >= 0
+        cand, pos, state, owner = cand[alive], pos[alive] + 1, state[alive], owner[alive]
+    if not ok_o:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(ok_o), np.concatenate(ok_s)
+
+
+def _allowed_many(dfa: Dfa, seqs: ClassSeqs, states: NDArray[np.int64], flat_trans: NDArray[np.int64]) -> list[NDArray[np.bool_]]:
+    """Boolean allowed-sequence vectors for ``states``: dense walks for wide states, one batch for the rest."""
+    n = seqs.lengths.shape[0]
+    result: list[NDArray[np.bool_]] = [np.zeros(n, dtype=np.bool_) for _ in range(states.shape[0])]
+    if not n:
+        return result
+    counts = seqs.first_start[1:] - seqs.first_start[:-1]
+    width = ((dfa.trans[states] >= 0) * counts[None, :]).sum(axis=1)
+    wide = width * 4 > n
+    for j in np.flatnonzero(wide).tolist():
+        result[j][_dense_walk(flat_trans, dfa.num_classes, dfa.num_states, seqs, int(states[j]))] = True
+    narrow = np.flatnonzero(~wide)
+    for j, ok in zip(narrow.tolist(), _batch_allowed(dfa, seqs, states[narrow])):
+        result[j][ok] = True
+    return result
 
 
 def align(
@@ -197,50 +275,56 @@ def align(
         TimeLimitExceeded: ``deadline`` (``time.monotonic()``) passed.
     """
     lens = np.diff(table.offsets)
-    short_sel = table.walkable & (lens <= SHORT_TOKEN)
-    long_sel = table.walkable & (lens > SHORT_TOKEN)
-    short = class_sequences(table, dfa.byte_class, dfa.num_classes, short_sel)
-    long_ = class_sequences(table, dfa.byte_class, dfa.num_classes, long_sel)
+    short = class_sequences(table, dfa.byte_class, dfa.num_classes, table.walkable & (lens <= SHORT_TOKEN))
+    long_ = class_sequences(table, dfa.byte_class, dfa.num_classes, table.walkable & (lens > SHORT_TOKEN))
     acc = dfa.accepting.astype(np.int64)
     # Masks of short tokens depend on the first SHORT_TOKEN bytes of the future only;
     # long tokens (few) on up to max_len bytes: two partitions, the finer one drives.
     block_s = refine(dfa.trans, acc, max_rounds=SHORT_TOKEN)
     block = refine(dfa.trans, acc, max_rounds=max(SHORT_TOKEN, table.max_len)) if long_.token_ids.size else block_s
-    nblocks = int(block.max()) + 1
-    rep = np.full(nblocks, -1, dtype=np.int64)
-    rep[block[::-1]] = np.arange(dfa.num_states - 1, -1, -1)
-    eos = np.asarray(table.eos_ids, dtype=np.int64)
     flat_trans = _sink_table(dfa.trans)
-    short_cache: dict[int, NDArray[np.bool_]] = {}
-    memo: dict[bytes, int] = {}
-    block_mask = np.zeros(nblocks, dtype=np.int32)
-    for b in range(nblocks):
+    eos = np.asarray(table.eos_ids, dtype=np.int64)
+
+    def reps(part: NDArray[np.int64]) -> NDArray[np.int64]:
+        r = np.full(int(part.max()) + 1, -1, dtype=np.int64)
+        r[part[::-1]] = np.arange(dfa.num_states - 1, -1, -1)
+        return r
+
+    rep_s, rep = reps(block_s), reps(block)
+    nblocks = rep.shape[0]
+    chunk = 512
+    short_ok: list[NDArray[np.bool_]] = []
+    for i in range(0, rep_s.shape[0], chunk):
         if deadline is not None and time.monotonic() > deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
-        s = int(rep[b])
-        ks = int(block_s[s])
-        ok_s = short_cache.get(ks)
-        if ok_s is None:
-            ok_s = np.zeros(short.lengths.shape[0], dtype=np.bool_)
-            ok_s[allowed_sequences(dfa, short, s, flat_trans)] = True
-            short_cache[ks] = ok_s
-        ok_l = np.zeros(long_.lengths.shape[0] + 1, dtype=np.bool_)
-        if long_.lengths.size:
-            ok_l[allowed_sequences(dfa, long_, s, flat_trans)] = True
-        ok_l[-1] = bool(dfa.accepting[s])
-        key = np.packbits(ok_s).tobytes() + b"|" + np.packbits(ok_l).tobytes()
-        m = memo.get(key)
-        if m is None:
-            mask = np.zeros(table.vocab_size, dtype=np.bool_)
-            mask[short.token_ids[ok_s[short.token_seq]]] = True
-            mask[long_.token_ids[ok_l[long_.token_seq]]] = True
-            if ok_l[-1] and eos.size:
-                mask[eos] = True
-            m = add_mask(mask)
-            memo[key] = m
-        block_mask[b] = m
+        short_ok.extend(_allowed_many(dfa, short, rep_s[i : i + chunk], flat_trans))
         if progress is not None:
-            progress(b + 1, nblocks)
+            progress(min(i + chunk, rep_s.shape[0]), rep_s.shape[0] + nblocks)
+    memo: dict[bytes, int] = {}
+    block_mask = np.zeros(nblocks, dtype=np.int32)
+    for i in range(0, nblocks, chunk):
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeLimitExceeded("compile time (s)", limit=0)
+        states = rep[i : i + chunk]
+        long_ok = _batch_allowed(dfa, long_, states) if long_.lengths.size else [np.zeros(0, dtype=np.int64)] * states.shape[0]
+        for j, s in enumerate(states.tolist()):
+            ok_s = short_ok[int(block_s[s])]
+            ok_l = np.zeros(long_.lengths.shape[0] + 1, dtype=np.bool_)
+            ok_l[long_ok[j]] = True
+            ok_l[-1] = bool(dfa.accepting[s])
+            key = np.packbits(ok_s).tobytes() + b"|" + np.packbits(ok_l).tobytes()
+            m = memo.get(key)
+            if m is None:
+                mask = np.zeros(table.vocab_size, dtype=np.bool_)
+                mask[short.token_ids[ok_s[short.token_seq]]] = True
+                mask[long_.token_ids[ok_l[long_.token_seq]]] = True
+                if ok_l[-1] and eos.size:
+                    mask[eos] = True
+                m = add_mask(mask)
+                memo[key] = m
+            block_mask[i + j] = m
+        if progress is not None:
+            progress(rep_s.shape[0] + min(i + chunk, nblocks), rep_s.shape[0] + nblocks)
     return block_mask[block].astype(np.int32)
 
 
