@@ -20,7 +20,7 @@ import orjson
 from maskc.artifacts.artifact import COMPILER_VERSION, Artifact
 from maskc.artifacts.cache import ArtifactCache, cache_key
 from maskc.compiler import pipeline
-from maskc.compiler.errors import ArtifactCorrupt, ArtifactError, SchemaError
+from maskc.compiler.errors import ArtifactCorrupt, ArtifactError, SchemaError, SizeLimitExceeded
 from maskc.compiler.options import CompileOptions, Limits, parse_whitespace
 from maskc.compiler.vocab import Vocabulary
 
@@ -69,6 +69,8 @@ def _compile(kind: str, grammar: Any, tokenizer: Vocabulary, options: CompileOpt
                 store.discard(key)
     compiled = build()
     art = Artifact.from_compiled(compiled, tokenizer)
+    if art.nbytes > options.limits.max_artifact_bytes:
+        raise SizeLimitExceeded("artifact bytes", limit=options.limits.max_artifact_bytes, got=art.nbytes)
     art.cache_hit = False
     art.timings = compiled.timings
     art.compile_ms = (time.perf_counter() - t0) * 1e3

@@ -17,8 +17,8 @@ import orjson
 from numpy.typing import NDArray
 
 from maskc.compiler.align import TokenTable, align
-from maskc.compiler.dfa import Dfa, compress_classes, determinize, prune
-from maskc.compiler.errors import SchemaError, StateLimitExceeded, TimeLimitExceeded
+from maskc.compiler.dfa import Dfa, compress_classes, coreachable, determinize, prune
+from maskc.compiler.errors import NonTerminating, SchemaError, StateLimitExceeded, TimeLimitExceeded
 from maskc.compiler.frontends.json_schema import schema_to_ir
 from maskc.compiler.frontends.regex import regex_to_ir
 from maskc.compiler.ir import Node, alt, lit
@@ -76,7 +76,37 @@ def grammar_dfa(node: Node, options: CompileOptions, timings: dict[str, float] |
     t.update(nfa_ms=(t1 - t0) * 1e3, dfa_ms=(t2 - t1) * 1e3, minimize_ms=(t3 - t2) * 1e3)
     if dfa.num_states > lim.max_states:
         raise StateLimitExceeded("DFA states", limit=lim.max_states, got=dfa.num_states)
+    prove_termination(dfa)
     return dfa
+
+
+def prove_termination(dfa: Dfa) -> None:
+    """Every reachable state can still reach acceptance, so EOS stays reachable.
+
+    Pruning establishes this; it is checked here as the compile's post-condition.
+
+    Raises:
+        NonTerminating: with a shortest prefix that leads to a state that cannot finish.
+    """
+    live = coreachable(dfa.trans, dfa.accepting)
+    if bool(live.all()):
+        return
+    # BFS for a witness prefix (never reached on a pruned DFA).
+    prev: dict[int, tuple[int, int]] = {0: (-1, -1)}
+    queue = [0]
+    inverse = {int(c): b for b, c in reversed(list(enumerate(dfa.byte_class.tolist())))}
+    while queue:
+        s = queue.pop(0)
+        if not live[s]:
+            path = bytearray()
+            while prev[s][0] >= 0:
+                s, c = prev[s]
+                path.append(inverse[c])
+            raise NonTerminating("a reachable state cannot reach the end of the grammar", witness=bytes(reversed(path)))
+        for c, t in enumerate(dfa.trans[s].tolist()):
+            if t >= 0 and t not in prev:
+                prev[t] = (s, c)
+                queue.append(t)
 
 
 def compile_ir(

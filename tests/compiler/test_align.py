@@ -118,3 +118,37 @@ def test_real_vocab_matches_oracle_on_sampled_states(deepseek: Vocabulary) -> No
     for s in states:
         got = set(g.masks.allowed_ids(int(g.state_mask[s])).tolist())
         assert got == oracle(g.dfa, deepseek, s), f"state {s}"
+
+
+def test_termination_proof_rejects_a_trap_state() -> None:
+    import numpy as np
+
+    from maskc.compiler.dfa import Dfa
+    from maskc.compiler.errors import NonTerminating
+    from maskc.compiler.pipeline import prove_termination
+
+    # 0 -a-> 1 (accepting), 0 -b-> 2 (trap: loops on b forever)
+    bc = np.zeros(256, dtype=np.uint8)
+    bc[ord("a")], bc[ord("b")] = 1, 2
+    trans = np.array([[-1, 1, 2], [-1, -1, -1], [-1, -1, 2]], dtype=np.int32)
+    with pytest.raises(NonTerminating) as e:
+        prove_termination(Dfa(trans, bc, np.array([False, True, False])))
+    assert e.value.witness == b"b"
+
+
+def test_artifact_size_limit(toy_vocab: Vocabulary) -> None:
+    import maskc
+    from maskc.compiler.errors import SizeLimitExceeded
+    from maskc.compiler.options import CompileOptions, Limits
+
+    with pytest.raises(SizeLimitExceeded):
+        maskc.compile_json_schema({"type": "string"}, toy_vocab, options=CompileOptions(limits=Limits(max_artifact_bytes=100)))
+
+
+def test_state_limit_is_a_clear_error(byte_vocab: Vocabulary) -> None:
+    import maskc
+    from maskc.compiler.errors import StateLimitExceeded
+    from maskc.compiler.options import CompileOptions, Limits
+
+    with pytest.raises(StateLimitExceeded, match="DFA states"):
+        maskc.compile_json_schema({"type": "string", "maxLength": 5000}, byte_vocab, options=CompileOptions(limits=Limits(max_states=1000)))
