@@ -42,12 +42,12 @@ class Artifact:
             raise ArtifactCorrupt(f"{where} has malformed metadata values") from e
         if fmt.content_hash(tensors) != metadata["content_sha256"]:
             raise ArtifactCorrupt(f"{where} failed its content check: the tables were modified or damaged")
-        fmt.check_tables(tensors, vocab_size, where)
+        trans = fmt.check_tables(tensors, vocab_size, where)
         self.tensors = tensors
         self.metadata = dict(metadata)
         self.vocab_size = vocab_size
         self.dfa = Dfa(
-            np.array(tensors["dfa.trans"], dtype=np.int32),
+            trans,
             np.array(tensors["dfa.byte_class"], dtype=np.uint8),
             np.array(tensors["dfa.accepting"], dtype=np.bool_),
         )
@@ -73,7 +73,7 @@ class Artifact:
     @classmethod
     def from_compiled(cls, g: CompiledGrammar, vocab: Vocabulary) -> Artifact:
         tensors: dict[str, NDArray[Any]] = {
-            "dfa.trans": g.dfa.trans.astype(np.int32),
+            **fmt.encode_trans(g.dfa.trans.astype(np.int32)),
             "dfa.byte_class": g.dfa.byte_class.astype(np.uint8),
             "dfa.accepting": g.dfa.accepting.astype(np.uint8),
             "mask.state": g.state_mask.astype(np.int32),

@@ -31,7 +31,12 @@ FORMAT_VERSION = "1"
 
 # name -> (dtype, ndim)
 TENSORS: dict[str, tuple[np.dtype[np.generic], int]] = {
-    "dfa.trans": (np.dtype(np.int32), 2),
+    # The transition table, row by row: a default target plus exceptions (class, target).
+    "dfa.shape": (np.dtype(np.int64), 1),
+    "dfa.default": (np.dtype(np.int32), 1),
+    "dfa.exc_offsets": (np.dtype(np.int64), 1),
+    "dfa.exc_class": (np.dtype(np.uint8), 1),
+    "dfa.exc_target": (np.dtype(np.int32), 1),
     "dfa.byte_class": (np.dtype(np.uint8), 1),
     "dfa.accepting": (np.dtype(np.uint8), 1),
     "mask.state": (np.dtype(np.int32), 1),
@@ -84,15 +89,69 @@ def check_metadata(meta: Mapping[str, str], where: str) -> None:
         raise ArtifactCorrupt(f"{where} lacks metadata {', '.join(missing)}")
 
 
-def check_tables(tensors: Mapping[str, NDArray[np.generic]], vocab_size: int, where: str) -> None:
-    """Structural checks that make every later index safe."""
+def encode_trans(trans: NDArray[np.int32]) -> dict[str, NDArray[np.generic]]:
+    """Row-wise default + exceptions: most rows send most classes to one state."""
+    n, c = trans.shape
+    if n == 0 or c == 0:
+        default = np.full(n, -1, dtype=np.int32)
+    else:
+        srt = np.sort(trans, axis=1)
+        # the most frequent value per row: run lengths over the sorted row
+        change = np.ones((n, c), dtype=np.bool_)
+        change[:, 1:] = srt[:, 1:] != srt[:, :-1]
+        run_id = np.cumsum(change, axis=1) - 1
+        counts = np.zeros((n, c), dtype=np.int64)
+        np.add.at(counts, (np.repeat(np.arange(n), c), run_id.ravel()), 1)
+        best_run = counts.argmax(axis=1)
+        first_of_run = np.argmax(run_id == best_run[:, None], axis=1)
+        default = srt[np.arange(n), first_of_run].astype(np.int32)
+    exc = trans != default[:, None]
+    rows, cls = np.nonzero(exc)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(exc.sum(axis=1), out=offsets[1:])
+    return {
+        "dfa.shape": np.array([n, c], dtype=np.int64),
+        "dfa.default": default,
+        "dfa.exc_offsets": offsets,
+        "dfa.exc_class": cls.astype(np.uint8),
+        "dfa.exc_target": trans[rows, cls].astype(np.int32),
+    }
+
+
+def decode_trans(tensors: Mapping[str, NDArray[np.generic]], where: str) -> NDArray[np.int32]:
+    """Inverse of :func:`encode_trans`, validating every index first."""
+    shape = tensors["dfa.shape"]
+    if shape.shape != (2,):
+        raise ArtifactCorrupt(f"{where}: bad dfa.shape")
+    n, c = int(shape[0]), int(shape[1])
+    default, offsets = tensors["dfa.default"], tensors["dfa.exc_offsets"]
+    cls, tgt = tensors["dfa.exc_class"], tensors["dfa.exc_target"]
+    ok = (
+        0 < n <= 1 << 31 and 0 < c <= 256 and default.shape == (n,) and offsets.shape == (n + 1,)
+        and int(offsets[0]) == 0 and int(offsets[-1]) == cls.shape[0] == tgt.shape[0]
+        and not bool(np.any(np.diff(offsets) < 0))
+    )
+    if not ok:
+        raise ArtifactCorrupt(f"{where}: inconsistent transition table")
+    if (default.size and (int(default.min()) < -1 or int(default.max()) >= n)) or (
+        tgt.size and (int(tgt.min()) < -1 or int(tgt.max()) >= n or int(cls.max()) >= c)
+    ):
+        raise ArtifactCorrupt(f"{where}: transition target out of range")
+    trans = np.repeat(np.asarray(default, dtype=np.int32)[:, None], c, axis=1)
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
+    trans[rows, cls.astype(np.int64)] = tgt
+    return trans
+
+
+def check_tables(tensors: Mapping[str, NDArray[np.generic]], vocab_size: int, where: str) -> NDArray[np.int32]:
+    """Structural checks that make every later index safe; returns the decoded transition table."""
     for name, (dtype, ndim) in TENSORS.items():
         arr = tensors.get(name)
         if arr is None:
             raise ArtifactCorrupt(f"{where} lacks tensor {name!r}")
         if arr.dtype != dtype or arr.ndim != ndim:
             raise ArtifactCorrupt(f"{where}: tensor {name!r} has {arr.dtype}[{arr.ndim}d], expected {dtype}[{ndim}d]")
-    trans = tensors["dfa.trans"]
+    trans = decode_trans(tensors, where)
     n, c = trans.shape
     bad = (
         n == 0
@@ -111,12 +170,20 @@ def check_tables(tensors: Mapping[str, NDArray[np.generic]], vocab_size: int, wh
         lens = np.diff(offsets)
         words = (vocab_size + 31) // 32
         dense = kinds == 2
-        bad = bool(np.any(lens[dense] != words)) or int(kinds.max()) > 2
+        delta = kinds == 3
+        bad = bool(np.any(lens[dense] != words)) or int(kinds.max()) > 3 or bool(np.any(lens[delta] < 1))
+        if not bad and delta.any():
+            heads = offsets[:-1][delta]
+            bases = data[heads]
+            bad = bool(np.any(bases < 0) or np.any(bases >= np.flatnonzero(delta)))
         elem_sparse = np.repeat(~dense, lens)
+        if not bad and delta.any():
+            elem_sparse[offsets[:-1][delta]] = False  # the base id is not a token id
         ids = data[elem_sparse]
         bad = bad or bool(ids.size and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size))
     if bad:
         raise ArtifactCorrupt(f"{where}: inconsistent tables (vocab_size {vocab_size})")
+    return trans
 
 
 def encode_meta_list(values: list[int]) -> str:

@@ -12,11 +12,14 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["MaskStore", "MaskStoreBuilder", "KIND_ALLOW", "KIND_REJECT", "KIND_DENSE", "bitmask_words", "pack_bool"]
+__all__ = ["MaskStore", "MaskStoreBuilder", "KIND_ALLOW", "KIND_REJECT", "KIND_DENSE", "KIND_DELTA", "bitmask_words", "pack_bool"]
 
 KIND_ALLOW = 0
 KIND_REJECT = 1
 KIND_DENSE = 2
+KIND_DELTA = 3  # data = [base mask id, token ids whose bit differs from the base]
+MAX_DELTA_DEPTH = 8
+DELTA_WINDOW = 16
 
 
 def bitmask_words(vocab_size: int) -> int:
@@ -46,7 +49,7 @@ class MaskStore:
         m = self.kinds.shape[0]
         if self.offsets.shape != (m + 1,) or (m and int(self.offsets[-1]) != self.data.shape[0]):
             raise ValueError("mask store offsets do not match its data")
-        if m and int(self.kinds.max()) > KIND_DENSE:
+        if m and int(self.kinds.max()) > KIND_DELTA:
             raise ValueError("unknown mask kind")
 
     @property
@@ -59,6 +62,12 @@ class MaskStore:
         seg = self.data[int(self.offsets[m]) : int(self.offsets[m + 1])]
         if kind == KIND_DENSE:
             return seg.copy()
+        if kind == KIND_DELTA:
+            row = self.dense_row(int(seg[0]))
+            ids = seg[1:]
+            flips = np.zeros(row.shape[0], dtype=np.uint32)
+            np.bitwise_or.at(flips, ids // 32, (np.uint32(1) << (ids % 32).astype(np.uint32)))
+            return (row.view(np.uint32) ^ flips).view(np.int32)
         bits = np.zeros(self.vocab_size, dtype=np.bool_)
         if kind == KIND_ALLOW:
             bits[seg] = True
@@ -77,7 +86,8 @@ class MaskStore:
             bits = np.ones(self.vocab_size, dtype=np.bool_)
             bits[seg] = False
             return np.flatnonzero(bits)
-        packed = np.unpackbits(seg.view(np.uint8), bitorder="little")[: self.vocab_size]
+        dense = seg if kind == KIND_DENSE else self.dense_row(m)
+        packed = np.unpackbits(np.ascontiguousarray(dense).view(np.uint8), bitorder="little")[: self.vocab_size]
         return np.flatnonzero(packed)
 
     def count(self, m: int) -> int:
@@ -89,6 +99,14 @@ class MaskStore:
             return self.vocab_size - n
         return int(self.allowed_ids(m).shape[0])
 
+    def depth(self, m: int) -> int:
+        """Length of the delta chain behind mask ``m`` (0 for a self-contained mask)."""
+        d = 0
+        while int(self.kinds[m]) == KIND_DELTA:
+            m = int(self.data[int(self.offsets[m])])
+            d += 1
+        return d
+
 
 class MaskStoreBuilder:
     """Collects boolean masks, deduplicating identical ones."""
@@ -98,6 +116,8 @@ class MaskStoreBuilder:
         self._index: dict[bytes, int] = {}
         self._kinds: list[int] = []
         self._data: list[NDArray[np.int32]] = []
+        self._recent: list[tuple[int, NDArray[np.uint64]]] = []  # (mask id, packed row)
+        self._depth: list[int] = []
 
     def add(self, mask: NDArray[np.bool_]) -> int:
         if mask.shape != (self.vocab_size,):
@@ -116,11 +136,39 @@ class MaskStoreBuilder:
             kind, data = KIND_REJECT, np.flatnonzero(~mask).astype(np.int32)
         else:
             kind, data = KIND_DENSE, row
+        depth = 0
+        # Delta form: masks of neighbouring states (counted runs) differ in a few tokens.
+        wide = np.zeros((words + 1) // 2 * 2, dtype=np.int32)
+        wide[:words] = row
+        as64 = wide.view(np.uint64)
+        best: tuple[int, int] | None = None
+        for base, brow in self._recent:
+            if self._depth[base] >= MAX_DELTA_DEPTH:
+                continue
+            diff = int(np.bitwise_count(as64 ^ brow).sum())
+            if best is None or diff < best[1]:
+                best = (base, diff)
+        if best is not None and best[1] + 1 < data.shape[0]:
+            base = best[0]
+            base_bits = np.unpackbits(self._recent_row(base).view(np.uint8), bitorder="little")[: self.vocab_size]
+            flips = np.flatnonzero(base_bits.astype(np.bool_) != mask).astype(np.int32)
+            kind, data = KIND_DELTA, np.concatenate([np.array([base], dtype=np.int32), flips])
+            depth = self._depth[base] + 1
         m = len(self._kinds)
         self._index[key] = m
         self._kinds.append(kind)
         self._data.append(data)
+        self._depth.append(depth)
+        self._recent.append((m, as64))
+        if len(self._recent) > DELTA_WINDOW:
+            self._recent.pop(0)
         return m
+
+    def _recent_row(self, m: int) -> NDArray[np.uint64]:
+        for base, brow in self._recent:
+            if base == m:
+                return brow
+        raise KeyError(m)
 
     def build(self) -> MaskStore:
         offsets = np.zeros(len(self._data) + 1, dtype=np.int64)
