@@ -29,7 +29,7 @@ __all__ = ["ClassSeqs", "class_sequences", "align", "TokenTable", "SHORT_TOKEN"]
 SHORT_TOKEN = 16  # tokens up to this many bytes are "short" (the vast majority)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class TokenTable:
     """The vocabulary as one flat byte array; the part of a tokenizer that alignment needs."""
 
@@ -42,6 +42,18 @@ class TokenTable:
     @property
     def num_tokens(self) -> int:
         return int(self.offsets.shape[0] - 1)
+
+    def slices(self) -> tuple[TokenSlice, TokenSlice]:
+        """Short and long walkable tokens, precomputed once per table."""
+        got: tuple[TokenSlice, TokenSlice] | None = self.__dict__.get("_slices")
+        if got is None:
+            lens = np.diff(self.offsets)
+            got = (
+                token_slice(self, self.walkable & (lens <= SHORT_TOKEN)),
+                token_slice(self, self.walkable & (lens > SHORT_TOKEN)),
+            )
+            self.__dict__["_slices"] = got
+        return got
 
     @property
     def max_len(self) -> int:
@@ -68,68 +80,90 @@ class ClassSeqs:
 _SEQ_MULT = np.random.default_rng(0x616C6967).integers(1, 2**62, size=(2, 1 << 12), dtype=np.int64) | 1
 
 
-def _group_sequences(cls: NDArray[np.uint8], starts: NDArray[np.int64], lens: NDArray[np.int64]) -> NDArray[np.int64] | None:
+@dataclass(frozen=True, slots=True)
+class TokenSlice:
+    """Per-tokenizer precomputation for one selection of tokens (reused by every compile)."""
+
+    ids: NDArray[np.int64]  # selected token ids
+    starts: NDArray[np.int64]
+    lens: NDArray[np.int64]
+    seg: NDArray[np.int64]  # start of each token in `data`
+    pos: NDArray[np.int64]  # position within its token, per byte
+    data: NDArray[np.uint8]  # the selected tokens' bytes, concatenated
+    mult: NDArray[np.int64]  # [2, len(data)] position weights of the two hashes
+
+
+def token_slice(table: TokenTable, select: NDArray[np.bool_]) -> TokenSlice:
+    ids = np.flatnonzero(select)
+    starts = table.offsets[ids]
+    lens = table.offsets[ids + 1] - starts
+    seg = np.cumsum(lens) - lens
+    pos = np.arange(int(lens.sum()), dtype=np.int64) - np.repeat(seg, lens)
+    data = table.flat[np.repeat(starts, lens) + pos]
+    width = _SEQ_MULT.shape[1]
+    mult = _SEQ_MULT[:, np.minimum(pos, width - 1)]
+    return TokenSlice(ids, starts, lens, seg, pos, data, mult)
+
+
+def _group_sequences(sl: TokenSlice, vals: NDArray[np.int64]) -> NDArray[np.int64] | None:
     """Group equal class sequences: a group id per token, or None if a hash collided.
 
-    Hashes every sequence twice (position-weighted sums), groups by the first hash, then
-    checks exactly, byte by byte against each group's first member.
+    ``vals`` holds class + 1 per byte of the slice. Every sequence is hashed twice
+    (position-weighted sums), grouped by the first hash, then checked exactly, byte by
+    byte, against its group's first member.
     """
-    n = lens.shape[0]
+    n = sl.lens.shape[0]
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    if int(lens.max()) > _SEQ_MULT.shape[1]:
+    if int(sl.lens.max()) > _SEQ_MULT.shape[1]:
         return None
-    total = int(lens.sum())
-    pos = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
-    idx = np.repeat(starts, lens) + pos
-    vals = cls[idx].astype(np.int64) + 1
     with np.errstate(over="ignore"):
-        seg = np.cumsum(lens) - lens
-        h1 = np.add.reduceat(vals * _SEQ_MULT[0, pos], seg)
-        h2 = np.add.reduceat(vals * _SEQ_MULT[1, pos], seg)
-        h1 = h1 * 31 + lens
+        h1 = np.add.reduceat(vals * sl.mult[0], sl.seg) * 31 + sl.lens
+        h2 = np.add.reduceat(vals * sl.mult[1], sl.seg)
     _, first, inverse = np.unique(h1, return_index=True, return_inverse=True)
     inv = np.asarray(inverse, dtype=np.int64).reshape(-1)
     head = first[inv]
-    if not (np.array_equal(h2, h2[head]) and np.array_equal(lens, lens[head])):
+    if not (np.array_equal(h2, h2[head]) and np.array_equal(sl.lens, sl.lens[head])):
         return None
-    # exact check: every token's classes equal its group head's
-    if not np.array_equal(vals, cls[np.repeat(starts[head], lens) + pos].astype(np.int64) + 1):
+    if not np.array_equal(vals, vals[np.repeat(sl.seg[head], sl.lens) + sl.pos]):
         return None
     return inv
 
 
 def class_sequences(
-    table: TokenTable, byte_class: NDArray[np.uint8], num_classes: int, select: NDArray[np.bool_] | None = None
+    table: TokenTable, byte_class: NDArray[np.uint8], num_classes: int, select: NDArray[np.bool_] | None = None,
+    sl: TokenSlice | None = None,
 ) -> ClassSeqs:
     """Map every walkable token (or those in ``select``) to its class sequence; deduplicate."""
-    cls_all = byte_class[table.flat]
-    ids = np.flatnonzero(table.walkable if select is None else select)
-    starts = table.offsets[ids]
-    tlens = table.offsets[ids + 1] - starts
-    group = _group_sequences(cls_all, starts, tlens)
+    if sl is None:
+        sl = token_slice(table, table.walkable if select is None else select)
+    ids, tlens = sl.ids, sl.lens
+    cls_sel = byte_class[sl.data]
+    group = _group_sequences(sl, cls_sel.astype(np.int64) + 1)
     if group is None:  # a hash collision: group exactly, in Python
-        translated = cls_all.tobytes()
+        translated = cls_sel.tobytes()
         index: dict[bytes, int] = {}
         group = np.empty(ids.shape[0], dtype=np.int64)
-        for k, (a, n) in enumerate(zip(starts.tolist(), tlens.tolist())):
+        for k, (a, n) in enumerate(zip(sl.seg.tolist(), tlens.tolist())):
             group[k] = index.setdefault(translated[a : a + n], len(index))
     # number groups by first occurrence, so results do not depend on hash values
-    uniq, first = np.unique(group, return_index=True)
-    order = np.argsort(first, kind="stable")
-    renum = np.empty(uniq.shape[0], dtype=np.int64)
-    renum[order] = np.arange(uniq.shape[0], dtype=np.int64)
-    token_seq = renum[np.searchsorted(uniq, group)]
+    ngroups = int(group.max()) + 1 if group.size else 0
+    first = np.empty(ngroups, dtype=np.int64)
+    first[group[::-1]] = np.arange(group.shape[0] - 1, -1, -1, dtype=np.int64)
+    order = np.argsort(first)
+    renum = np.empty(ngroups, dtype=np.int64)
+    renum[order] = np.arange(ngroups, dtype=np.int64)
+    token_seq = renum[group]
     head_tok = first[order]  # a token of each sequence, in sequence order
     lengths = tlens[head_tok]
     offsets = np.zeros(lengths.shape[0] + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     pos = np.arange(int(offsets[-1]), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
-    flat = cls_all[np.repeat(starts[head_tok], lengths) + pos].astype(np.int64)
+    flat = cls_sel[np.repeat(sl.seg[head_tok], lengths) + pos].astype(np.int64)
     first_cls = flat[offsets[:-1]] if lengths.size else np.zeros(0, dtype=np.int64)
-    by_first = np.argsort(first_cls, kind="stable")
+    by_first = np.argsort(first_cls.astype(np.uint8), kind="stable")  # radix sort on small keys
     first_start = np.searchsorted(first_cls[by_first], np.arange(num_classes + 1))
-    by_len = np.argsort(-lengths, kind="stable")
+    by_len = np.argsort((np.int64(1 << 15) - lengths).astype(np.int16), kind="stable")
     max_len = int(lengths.max()) if lengths.size else 0
     sorted_len = lengths[by_len]
     active = np.array([int(np.count_nonzero(sorted_len > d)) for d in range(max_len)], dtype=np.int64)
@@ -274,9 +308,9 @@ def align(
     Raises:
         TimeLimitExceeded: ``deadline`` (``time.monotonic()``) passed.
     """
-    lens = np.diff(table.offsets)
-    short = class_sequences(table, dfa.byte_class, dfa.num_classes, table.walkable & (lens <= SHORT_TOKEN))
-    long_ = class_sequences(table, dfa.byte_class, dfa.num_classes, table.walkable & (lens > SHORT_TOKEN))
+    sl_short, sl_long = table.slices()
+    short = class_sequences(table, dfa.byte_class, dfa.num_classes, sl=sl_short)
+    long_ = class_sequences(table, dfa.byte_class, dfa.num_classes, sl=sl_long)
     acc = dfa.accepting.astype(np.int64)
     # Masks of short tokens depend on the first SHORT_TOKEN bytes of the future only;
     # long tokens (few) on up to max_len bytes: two partitions, the finer one drives.

@@ -52,7 +52,16 @@ class CompiledGrammar:
 
 
 def token_table(vocab: Vocabulary) -> TokenTable:
-    """The arrays of ``vocab`` that alignment needs."""
+    """The arrays of ``vocab`` that alignment needs (built once per vocabulary object)."""
+    cached: TokenTable | None = vocab.__dict__.get("_maskc_token_table")
+    if cached is not None:
+        return cached
+    table = _token_table(vocab)
+    vocab.__dict__["_maskc_token_table"] = table
+    return table
+
+
+def _token_table(vocab: Vocabulary) -> TokenTable:
     flat, offsets = vocab.flat()
     n = len(vocab.token_bytes)
     walkable = np.diff(offsets) > 0
