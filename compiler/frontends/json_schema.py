@@ -14,7 +14,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 from urllib.parse import unquote
 
-from maskc.compiler.errors import EmptyLanguage, SchemaError, UnsupportedKeyword
+from maskc.compiler.errors import EmptyLanguage, RegexSyntaxError, SchemaError, UnsupportedKeyword
 from maskc.compiler.frontends import formats, numeric
 from maskc.compiler.frontends.json_text import (
     CANONICAL_ANY_CHAR,
@@ -45,14 +45,14 @@ UNSUPPORTED = frozenset(
     {
         "multipleOf", "uniqueItems", "not", "if", "then", "else", "dependentRequired",
         "dependentSchemas", "dependencies", "contains", "minContains", "maxContains",
-        "patternProperties", "propertyNames", "unevaluatedProperties", "unevaluatedItems",
+        "propertyNames", "unevaluatedProperties", "unevaluatedItems",
         "minProperties", "maxProperties", "$dynamicRef", "$recursiveRef",
     }
 )
 _TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 _STRING_KW = {"minLength", "maxLength", "pattern", "format"}
 _NUMBER_KW = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
-_OBJECT_KW = {"properties", "required", "additionalProperties"}
+_OBJECT_KW = {"properties", "required", "additionalProperties", "patternProperties"}
 _ARRAY_KW = {"items", "prefixItems", "minItems", "maxItems", "additionalItems"}
 _INT_FORMATS = {
     "int8": (-(2**7), 2**7 - 1), "int16": (-(2**15), 2**15 - 1), "int32": (-(2**31), 2**31 - 1),
@@ -157,6 +157,10 @@ class SchemaCompiler:
                 return self.value(target, tptr or "#", depth)
             finally:
                 self._ref_stack.pop()
+        if "not" in schema:
+            schema = self.simplify_not(schema, pointer)
+            if schema is False:
+                return NOTHING
         for kw in schema:
             if kw in UNSUPPORTED:
                 if kw in ("minProperties",) and schema[kw] == 0:
@@ -175,6 +179,27 @@ class SchemaCompiler:
             return self.literals(schema["enum"], schema, pointer, depth)
         types = self.types_of(schema, pointer)
         return alt(*(self.typed(t, schema, pointer, depth) for t in types))
+
+    def simplify_not(self, schema: dict[str, JsonValue], pointer: str) -> JsonValue:
+        """Rewrite the ``not`` forms the grammar can express exactly; leave the rest."""
+        inner, iptr = self.deref(schema["not"], _ptr(pointer, "not"))
+        rest = {k: v for k, v in schema.items() if k != "not"}
+        if inner is True or inner == {}:
+            return False  # not-anything: no value
+        if inner is False:
+            return rest
+        if isinstance(inner, dict) and set(inner) - ANNOTATIONS == {"type"}:
+            banned = inner["type"]
+            banned_set = {banned} if isinstance(banned, str) else set(banned) if isinstance(banned, list) else None
+            if banned_set is None or not banned_set <= set(_TYPES):
+                raise SchemaError(f"bad type {banned!r}", pointer=_ptr(iptr, "type"))
+            if "number" in banned_set:
+                banned_set.add("integer")
+            keep = [t for t in self.types_of(rest, pointer) if t not in banned_set]
+            if "integer" in banned_set and "number" in keep:
+                return schema  # "a number that is not an integer": not expressible here
+            return {**rest, "type": keep} if keep else False
+        return schema
 
     def types_of(self, schema: dict[str, JsonValue], pointer: str) -> list[str]:
         t = schema.get("type")
@@ -318,8 +343,6 @@ class SchemaCompiler:
         if pat is not None:
             if not isinstance(pat, str):
                 raise SchemaError("pattern must be a string", pointer=_ptr(pointer, "pattern"))
-            from maskc.compiler.errors import RegexSyntaxError
-
             try:
                 constraints.append(regex_to_ir(pat, canonical_chars, search=True))
             except RegexSyntaxError as e:
@@ -397,15 +420,42 @@ class SchemaCompiler:
         if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
             raise SchemaError("required must be an array of strings", pointer=_ptr(pointer, "required"))
         layout = Layout(self.options.whitespace, depth)
-        addl = schema.get("additionalProperties", True if "properties" not in schema else False)
+        pattern_props = schema.get("patternProperties", {})
+        if not isinstance(pattern_props, dict):
+            raise SchemaError("patternProperties must be an object", pointer=_ptr(pointer, "patternProperties"))
+        declared = "properties" in schema or bool(pattern_props)
+        addl = schema.get("additionalProperties", False if declared else True)
+        # key content languages of the patterns (JSON Schema: a pattern matches anywhere)
+        patterns: list[tuple[str, Node, Any]] = []
+        for pat, psub in pattern_props.items():
+            pptr = _ptr(pointer, "patternProperties", pat)
+            try:
+                content = regex_to_ir(pat, canonical_chars, search=True)
+            except RegexSyntaxError as e:
+                if "unsupported" in e.message or "not supported" in e.message:
+                    self.unsupported("patternProperties", pptr, e.message)
+                    continue
+                raise RegexSyntaxError(e.message, pattern=pat, offset=e.offset, pointer=pptr) from e
+            patterns.append((pat, content, psub))
         items: list[tuple[Node, bool]] = []
         names = list(props)
         for name in required:
             if name not in props:
                 names.append(name)
         for name in names:
-            sub = props.get(name, addl if addl is not False else True)
-            key = lit(dumps_layout(name, layout))
+            key_bytes = dumps_layout(name, layout)
+            matching = [psub for pat, content, psub in patterns if _content_matches(content, key_bytes)]
+            if name in props:
+                sub: JsonValue = props[name]
+                if matching:
+                    sub = {"allOf": [sub, *matching]}
+            elif matching:
+                sub = {"allOf": matching} if len(matching) > 1 else matching[0]
+            elif addl is False:
+                return NOTHING  # a required property that no schema admits
+            else:
+                sub = addl
+            key = lit(key_bytes)
             vnode = self.value(sub, _ptr(pointer, "properties", name), depth + 1)
             req = name in required
             if vnode == NOTHING:
@@ -413,15 +463,27 @@ class SchemaCompiler:
                     return NOTHING
                 continue
             items.append((seq(key, layout.colon, vnode), req))
-        rest: Node | None = None
+        rest_parts: list[Node] = []
+        listed = alt(*(lit(dumps_layout(n, layout)) for n in names)) if names else NOTHING
+        pattern_keys = [seq(lit('"'), content, lit('"')) for _, content, _ in patterns]
+        for i, (pat, _, psub) in enumerate(patterns):
+            vnode = self.value(psub, _ptr(pointer, "patternProperties", pat), depth + 1)
+            if vnode == NOTHING:
+                continue
+            # keys of this pattern only: a key two patterns match would need both schemas
+            # at once, so it is not generated (a sound restriction)
+            others = alt(listed, *(k for j, k in enumerate(pattern_keys) if j != i))
+            key = pattern_keys[i] if others == NOTHING else Product(pattern_keys[i], others, "minus")
+            rest_parts.append(seq(key, layout.colon, vnode))
         if addl is not False:
             vnode = self.value(addl, _ptr(pointer, "additionalProperties"), depth + 1)
             if vnode != NOTHING:
                 any_key = seq(lit('"'), rep(CANONICAL_ANY_CHAR, 0, None), lit('"'))
-                if names:
-                    listed = alt(*(lit(dumps_layout(n, layout)) for n in names))
-                    any_key = Product(any_key, listed, "minus")
-                rest = seq(any_key, layout.colon, vnode)
+                excluded = alt(listed, *pattern_keys)
+                if excluded != NOTHING:
+                    any_key = Product(any_key, excluded, "minus")
+                rest_parts.append(seq(any_key, layout.colon, vnode))
+        rest: Node | None = alt(*rest_parts) if rest_parts else None
         has_required = any(r for _, r in items)
         return seq(
             lit("{"),
@@ -513,6 +575,14 @@ class SchemaCompiler:
             Fields((), layout.first, layout.sep, layout.close("}"), layout.close_empty("}"), seq(key, layout.colon, inner)),
         )
         return alt(*scalars, arr, obj)
+
+
+def _content_matches(content: Node, key_json: bytes) -> bool:
+    """Whether a property name (as canonical JSON, quotes included) is in ``content``'s language."""
+    from maskc.compiler.dfa import determinize
+    from maskc.compiler.nfa import lower
+
+    return determinize(lower(content)).accepts(key_json[1:-1])
 
 
 def _byte_span(node: Node) -> tuple[int, int | None] | None:

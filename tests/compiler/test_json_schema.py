@@ -118,7 +118,7 @@ def test_flexible_runs_are_bounded() -> None:
 
 @pytest.mark.parametrize("schema,err,where", [
     ({"type": "integer", "multipleOf": 3}, UnsupportedKeyword, "/multipleOf"),
-    ({"properties": {"a": {"not": {"type": "null"}}}}, UnsupportedKeyword, "/properties/a/not"),
+    ({"properties": {"a": {"not": {"enum": [1]}}}}, UnsupportedKeyword, "/properties/a/not"),
     ({"type": "wat"}, SchemaError, "/type"),
     ({"$ref": "#/$defs/missing"}, SchemaError, "/"),
     ({"$defs": {"t": {"type": "array", "items": {"$ref": "#/$defs/t"}}}, "$ref": "#/$defs/t"}, UnsupportedKeyword, ""),
@@ -138,3 +138,51 @@ def test_lenient_records_not_enforced() -> None:
     schema = {"type": "object", "properties": {"n": {"type": "integer", "multipleOf": 2}, "s": {"type": "array", "uniqueItems": True}}}
     _, dropped = schema_to_ir(schema, CompileOptions(lenient=True))
     assert {(d["keyword"], d["pointer"]) for d in dropped} == {("multipleOf", "/properties/n/multipleOf"), ("uniqueItems", "/properties/s/uniqueItems")}
+
+
+PATTERN_PROPS = {
+    "type": "object",
+    "properties": {"id": {"type": "integer"}, "x-tag": {"type": "string"}},
+    "patternProperties": {"^x-": {"type": "string", "maxLength": 3}, "_n$": {"type": "integer"}},
+    "additionalProperties": {"type": "boolean"},
+}
+
+
+@pytest.mark.parametrize("value,ok", [
+    ({"id": 1}, True),
+    ({"id": 1, "x-tag": "abc"}, True),
+    ({"id": 1, "x-tag": "abcd"}, False),  # listed and matching a pattern: both schemas apply
+    ({"x-a": "s", "b_n": 2, "other": True}, True),
+    ({"x-a": 1}, False),
+    ({"b_n": "s"}, False),
+    ({"other": "s"}, False),  # neither listed nor matching: additionalProperties
+    ({"x-b_n": "s"}, False),  # matches two patterns: not generated (sound restriction)
+    ({"id": 1, "\\u0078-a": "s"}, False),
+])
+def test_pattern_properties(value: Any, ok: bool) -> None:
+    dfa = schema_dfa(PATTERN_PROPS)
+    text = compact(value).replace(b"\\\\u", b"\\u")
+    if ok:
+        jsonschema.validate(value, PATTERN_PROPS)
+    assert dfa.accepts(text) == ok, value
+
+
+def test_required_property_no_schema_admits_is_empty() -> None:
+    from maskc.compiler.errors import EmptyLanguage
+
+    with pytest.raises(EmptyLanguage):
+        schema_to_ir({"type": "object", "properties": {}, "required": ["a"], "additionalProperties": False}, CompileOptions())
+
+
+@pytest.mark.parametrize("schema,ok,bad", [
+    ({"not": {"type": "null"}, "type": ["string", "null"]}, ["s"], [None]),
+    ({"type": "object", "properties": {"a": {"not": {}}}}, [{}], [{"a": 1}]),
+    ({"anyOf": [{"type": "integer"}, {"not": {"type": ["number", "string", "object", "array", "null"]}}]}, [1, True], ["s", 1.5]),
+])
+def test_simple_not_forms(schema: Any, ok: list[Any], bad: list[Any]) -> None:
+    dfa = schema_dfa(schema)
+    for v in ok:
+        jsonschema.validate(v, schema)
+        assert dfa.accepts(compact(v)), v
+    for v in bad:
+        assert not dfa.accepts(compact(v)), v
