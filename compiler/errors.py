@@ -56,14 +56,15 @@ class SchemaError(InputError):
 class UnsupportedKeyword(SchemaError):
     """A keyword the compiler cannot enforce; ``--lenient`` compiles without it."""
 
-    def __init__(self, keyword: str, *, pointer: str = "", detail: str = "") -> None:
+    def __init__(self, keyword: str, *, pointer: str = "", detail: str = "", hint: str | None = None) -> None:
         what = f"keyword '{keyword}' cannot be enforced by the grammar"
         if detail:
             what = f"{what}: {detail}"
         super().__init__(
             what,
             pointer=pointer,
-            hint="compile with --lenient to drop it (recorded in the artifact's not_enforced "
+            hint=hint
+            or "compile with --lenient to drop it (recorded in the artifact's not_enforced "
             "list) and validate it after decoding",
         )
         self.keyword = keyword

@@ -49,6 +49,7 @@ UNSUPPORTED = frozenset(
         "minProperties", "maxProperties", "$dynamicRef", "$recursiveRef",
     }
 )
+_RECURSIVE_HINT = "recursion needs the pushdown runtime (not in this version); bound the depth by inlining the definition a fixed number of times"
 _TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 _STRING_KW = {"minLength", "maxLength", "pattern", "format"}
 _NUMBER_KW = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
@@ -123,7 +124,10 @@ class SchemaCompiler:
         """Follow a schema made only of ``$ref`` (and annotations) to its target."""
         seen = 0
         while isinstance(schema, dict) and "$ref" in schema and set(schema) - ANNOTATIONS == {"$ref"}:
+            here = pointer
             schema, pointer = self.resolve(schema["$ref"], pointer)
+            if pointer in self._ref_stack:
+                raise UnsupportedKeyword("$ref", pointer=here, detail="recursive schemas are not supported yet", hint=_RECURSIVE_HINT)
             seen += 1
             if seen > 64:
                 raise SchemaError("$ref chain too long or cyclic", pointer=pointer)
@@ -148,7 +152,7 @@ class SchemaCompiler:
             ref = schema["$ref"]
             target, tptr = self.resolve(ref, pointer)
             if tptr in self._ref_stack:
-                raise UnsupportedKeyword("$ref", pointer=pointer, detail="recursive schemas are not supported yet")
+                raise UnsupportedKeyword("$ref", pointer=pointer, detail="recursive schemas are not supported yet", hint=_RECURSIVE_HINT)
             rest = {k: v for k, v in schema.items() if k != "$ref"}
             self._ref_stack.append(tptr)
             try:
@@ -303,10 +307,7 @@ class SchemaCompiler:
             if types is not None and not any(_is_type(v, t) for t in types):
                 continue
             out.append(lit(dumps_layout(v, layout)))
-        node = alt(*out)
-        if node == NOTHING:
-            raise SchemaError("enum/const admits no value of the schema's type", pointer=pointer)
-        return node
+        return alt(*out)  # NOTHING when no listed value has the schema's type
 
     # -- types ---------------------------------------------------------------------------
 
@@ -688,7 +689,13 @@ def schema_to_ir(schema: JsonValue, options: CompileOptions) -> tuple[Node, list
         EmptyLanguage: no value satisfies the schema.
     """
     sc = SchemaCompiler(schema, options)
-    return sc.compile(), sc.not_enforced
+    try:
+        return sc.compile(), sc.not_enforced
+    except RecursionError:
+        raise SchemaError(
+            "the schema nests too deeply (or its allOf/$ref chains loop)",
+            hint="recursive schemas need the pushdown runtime, which is not supported yet",
+        ) from None
 
 
 def iter_keywords(schema: JsonValue) -> Iterator[str]:

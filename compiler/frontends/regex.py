@@ -130,7 +130,7 @@ def split_anchors(pattern: str) -> list[tuple[bool, str, bool]]:
             start = i + 1
         i += 1
     branches.append(pattern[start:])
-    out = []
+    out: list[tuple[bool, str, bool]] = []
     for b in branches:
         a_start = b.startswith("^")
         if a_start:
@@ -144,8 +144,38 @@ def split_anchors(pattern: str) -> list[tuple[bool, str, bool]]:
             if backslashes % 2 == 0:
                 a_end = True
                 b = b[:-1]
+        inner = _whole_group(b)
+        if inner is not None and ("^" in inner or "$" in inner):
+            # "(^a$|b)": anchors inside a group that spans the whole branch
+            for s_in, body, e_in in split_anchors(inner):
+                out.append((a_start or s_in, body, a_end or e_in))
+            continue
         out.append((a_start, b, a_end))
     return out
+
+
+def _whole_group(b: str) -> str | None:
+    """The inside of ``b`` if ``b`` is one group, ``(...)`` or ``(?:...)``, with no quantifier."""
+    if not b.startswith("(") or not b.endswith(")") or b.startswith("(?") and not b.startswith("(?:"):
+        return None
+    depth, in_class, i = 0, False, 0
+    while i < len(b):
+        c = b[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0 and i != len(b) - 1:
+                return None
+        i += 1
+    return b[3:-1] if b.startswith("(?:") else b[1:-1]
 
 
 def _chars_to_ranges(chars: frozenset[str]) -> list[tuple[int, int]]:
@@ -207,7 +237,7 @@ def regex_to_ir(pattern: str, encode: CharEncoder | None = None, *, search: bool
     for a_start, body, a_end in split_anchors(pattern):
         if _has_stray_anchor(body):
             raise RegexSyntaxError(
-                "anchors (^, $) are supported only at the start and end of a branch", pattern=pattern
+                "anchors (^, $) inside a branch are not supported (only at its start and end)", pattern=pattern
             )
         try:
             parsed = interegular.parse_pattern(_preprocess(body))

@@ -71,3 +71,22 @@ def test_generated_strings_accepted(pattern: str, data: st.DataObject) -> None:
 @given(s=st.text(alphabet="abfoxyz-0123.9αβγ日\n", max_size=8))
 def test_agrees_with_python_re(pattern: str, s: str) -> None:
     assert regex_dfa(pattern).accepts(s.encode()) == (re.fullmatch(pattern, s, re.ASCII) is not None)
+
+
+@pytest.mark.parametrize("pattern,accepted,rejected", [
+    (r"^$|(^(?:\S+\s+){0,2}\S+$)", ["", "a b", "ab cd ef"], [" a", "a b c d"]),
+    (r"(^([0-9]+)\.([0-9]+)$)|(^x$)", ["1.2", "x"], ["1.2.3", "ax"]),
+    (r"^([0-9x]+\.[0-9x]+$|\%V\%)", ["1.x", "%V%", "%V%tail"], ["1.2.3", "a%V%"]),
+    (r"^([^,]|$)", ["", "a", "ab"], [",", ",a"]),
+])
+def test_anchors_inside_whole_branch_groups(pattern: str, accepted: list[str], rejected: list[str]) -> None:
+    from maskc.compiler.frontends.regex import regex_to_ir
+    from tests.helpers import dfa_of
+
+    dfa = dfa_of(regex_to_ir(pattern, search=True))
+    for s in accepted:
+        assert dfa.accepts(s.encode()), (pattern, s)
+        assert re.search(pattern, s), (pattern, s)
+    for s in rejected:
+        assert not dfa.accepts(s.encode()), (pattern, s)
+        assert not re.search(pattern, s), (pattern, s)

@@ -1,0 +1,440 @@
+"""MaskBench harness: compile a benchmark schema and check its labelled instances.
+
+MaskBench files (``../shared/maskbench`` relative to the repository root) hold a real-world
+schema and instances labelled valid or invalid. A valid instance must be accepted; an
+invalid one must be rejected, else the artifact is unsound. Instances are serialized as the
+grammar emits them: compact JSON with object keys in the schema's property order
+(:func:`serialize`).
+
+Shared by ``tests/test_maskbench.py`` and ``benchmarks/maskbench_bench.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+import jsonschema
+import referencing
+import referencing.exceptions
+import referencing.jsonschema
+from maskc.artifacts.api import make_options
+from maskc.compiler.vocab import Vocabulary
+
+import maskc
+
+__all__ = [
+    "COMPILE_SECONDS",
+    "MASKBENCH_DIR",
+    "SchemaResult",
+    "check_artifact",
+    "compile_case",
+    "load_case",
+    "maskbench_dir",
+    "run_schema",
+    "schema_files",
+    "serialize",
+    "split_of",
+    "stratified",
+    "summarize",
+    "token_walk",
+]
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+MASKBENCH_DIR = REPO_ROOT.parent / "shared" / "maskbench"
+COMPILE_SECONDS = 20.0  # per-schema compile guard
+
+_NUMBERED = re.compile(r"^(?P<split>.+)_\d+$")
+_ROOT_URI = "urn:maskbench:root"
+_MAX_DESCRIPTIONS = 20  # failing test descriptions kept per list
+
+
+# -- files -----------------------------------------------------------------------------------
+
+
+def maskbench_dir() -> Path | None:
+    """The MaskBench folder, or None where ``../shared/maskbench`` is absent."""
+    return MASKBENCH_DIR if MASKBENCH_DIR.is_dir() else None
+
+
+def schema_files(folder: Path | None = None) -> list[Path]:
+    folder = folder or MASKBENCH_DIR
+    return sorted(folder.glob("*.json"))
+
+
+def split_of(filename: str | Path) -> str:
+    """The source split of a MaskBench file name.
+
+    ``Github_easy---o123.json`` -> ``Github_easy``; ``BFCL_simple_12.json`` -> ``BFCL``;
+    ``JME_3.json`` -> ``JME``.
+    """
+    stem = Path(filename).name
+    stem = stem.removesuffix(".json")
+    if "---" in stem:
+        return stem.split("---", 1)[0]
+    m = _NUMBERED.match(stem)
+    split = m.group("split") if m else stem
+    for group in ("BFCL", "JME"):
+        if split == group or split.startswith(group + "_"):
+            return group
+    return split
+
+
+def stratified(files: Iterable[Path], per_split: int, seed: int = 0) -> list[Path]:
+    """Up to ``per_split`` files of each split, drawn deterministically from ``seed``."""
+    by_split: dict[str, list[Path]] = {}
+    for f in sorted(files, key=lambda p: p.name):
+        by_split.setdefault(split_of(f), []).append(f)
+    out: list[Path] = []
+    for split in sorted(by_split):
+        group = by_split[split]
+        rng = random.Random(f"{seed}:{split}")
+        out.extend(sorted(rng.sample(group, min(per_split, len(group))), key=lambda p: p.name))
+    return out
+
+
+# -- serialization ---------------------------------------------------------------------------
+
+
+def _pointer(base: str, *parts: str | int) -> str:
+    for p in parts:
+        base += "/" + str(p).replace("~", "~0").replace("/", "~1")
+    return base
+
+
+def _lookup(root: Any, pointer: str) -> Any:
+    node = root
+    for raw in pointer.split("/")[1:]:
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list):
+            node = node[int(part)]
+        elif isinstance(node, dict):
+            node = node[part]
+        else:
+            raise KeyError(pointer)
+    return node
+
+
+class _Walker:
+    """Walks an instance and a schema together and reorders object keys like the grammar."""
+
+    def __init__(self, root: Any) -> None:
+        self.root = root
+        self._validators: dict[str, Any] = {}
+        cls = jsonschema.validators.validator_for(root, default=jsonschema.Draft202012Validator) \
+            if isinstance(root, dict) else jsonschema.Draft202012Validator
+        self._cls = cls
+        try:
+            spec = referencing.jsonschema.specification_with(
+                root.get("$schema", "") if isinstance(root, dict) else "",
+                default=referencing.jsonschema.DRAFT202012,
+            )
+        except referencing.exceptions.CannotDetermineSpecification:
+            spec = referencing.jsonschema.DRAFT202012
+        self._registry = referencing.Registry().with_resource(_ROOT_URI, spec.create_resource(root))
+
+    # -- schemas ------------------------------------------------------------------------
+
+    def resolve(self, ref: Any) -> tuple[Any, str] | None:
+        if not isinstance(ref, str) or not ref.startswith("#"):
+            return None
+        pointer = ref[1:]
+        if pointer and not pointer.startswith("/"):
+            return None
+        try:
+            return _lookup(self.root, unquote(pointer)), unquote(pointer)
+        except (KeyError, IndexError, ValueError):
+            return None
+
+    def matches(self, instance: Any, pointer: str) -> bool:
+        """Whether ``instance`` is valid against the subschema at ``pointer`` of the root."""
+        v = self._validators.get(pointer)
+        if v is None:
+            frag = "/".join(quote(seg, safe="~!$&'()*+,;=:@") for seg in pointer.split("/"))
+            v = self._cls({"$ref": f"{_ROOT_URI}#{frag}"}, registry=self._registry)
+            self._validators[pointer] = v
+        try:
+            return bool(v.is_valid(instance))
+        except (referencing.exceptions.Unresolvable, jsonschema.exceptions.SchemaError,
+                jsonschema.exceptions.UnknownType, RecursionError, ValueError, TypeError):
+            return False
+
+    def flatten(self, instance: Any, schemas: Sequence[tuple[Any, str]], depth: int = 0) -> list[dict[str, Any]]:
+        """The conjunction of object schemas that apply, in the order the compiler merges them.
+
+        ``$ref`` with siblings: target, then the siblings; ``allOf``: the schema, then its
+        parts; ``anyOf``/``oneOf``: the schema, then the first branch the instance matches.
+        """
+        out: list[dict[str, Any]] = []
+        if depth > 64:
+            return out
+        for schema, ptr in schemas:
+            if not isinstance(schema, dict):
+                continue
+            if "$ref" in schema:
+                target = self.resolve(schema["$ref"])
+                rest = {k: v for k, v in schema.items() if k != "$ref"}
+                if target is not None:
+                    out += self.flatten(instance, [target], depth + 1)
+                out += self.flatten(instance, [(rest, ptr)], depth + 1)
+                continue
+            if "allOf" in schema and isinstance(schema["allOf"], list):
+                base = {k: v for k, v in schema.items() if k != "allOf"}
+                parts = [(p, _pointer(ptr, "allOf", i)) for i, p in enumerate(schema["allOf"])]
+                out += self.flatten(instance, [(base, ptr), *parts], depth + 1)
+                continue
+            kw = next((k for k in ("anyOf", "oneOf") if isinstance(schema.get(k), list) and schema[k]), None)
+            if kw is not None:
+                base = {k: v for k, v in schema.items() if k != kw}
+                branches = [(b, _pointer(ptr, kw, i)) for i, b in enumerate(schema[kw])]
+                chosen = next((b for b in branches if self.matches(instance, b[1])), branches[0])
+                out += self.flatten(instance, [(base, ptr), chosen], depth + 1)
+                continue
+            out.append(schema | {"$$ptr": ptr})
+        return out
+
+    # -- values -------------------------------------------------------------------------
+
+    def order(self, value: Any, schemas: Sequence[tuple[Any, str]]) -> Any:
+        if not isinstance(value, (dict, list)):
+            return value
+        flat = self.flatten(value, schemas)
+        if isinstance(value, dict):
+            return self._object(value, flat)
+        return self._array(value, flat)
+
+    def _object(self, value: dict[str, Any], flat: list[dict[str, Any]]) -> dict[str, Any]:
+        listed: list[str] = []
+        for s in flat:
+            props = s.get("properties")
+            if isinstance(props, dict):
+                listed += [k for k in props if k not in listed]
+        for s in flat:
+            req = s.get("required")
+            if isinstance(req, list):
+                listed += [k for k in req if isinstance(k, str) and k not in listed]
+        keys = [k for k in listed if k in value] + [k for k in value if k not in listed]
+        out: dict[str, Any] = {}
+        for k in keys:
+            subs: list[tuple[Any, str]] = []
+            for s in flat:
+                props = s.get("properties")
+                if isinstance(props, dict) and k in props:
+                    subs.append((props[k], _pointer(s["$$ptr"], "properties", k)))
+            if not subs:
+                for s in flat:
+                    pats = s.get("patternProperties")
+                    if isinstance(pats, dict):
+                        for pat, ps in pats.items():
+                            try:
+                                hit = re.search(pat, k) is not None
+                            except re.error:
+                                hit = False
+                            if hit:
+                                subs.append((ps, _pointer(s["$$ptr"], "patternProperties", pat)))
+            if not subs:
+                for s in flat:
+                    if isinstance(s.get("additionalProperties"), dict):
+                        subs.append((s["additionalProperties"], _pointer(s["$$ptr"], "additionalProperties")))
+            out[k] = self.order(value[k], subs)
+        return out
+
+    def _array(self, value: list[Any], flat: list[dict[str, Any]]) -> list[Any]:
+        out = []
+        for i, item in enumerate(value):
+            subs: list[tuple[Any, str]] = []
+            for s in flat:
+                ptr = s["$$ptr"]
+                prefix, items, tail_kw = s.get("prefixItems"), s.get("items"), "items"
+                if isinstance(items, list):  # draft 7 tuple form
+                    prefix, items, tail_kw = items, s.get("additionalItems"), "additionalItems"
+                    pre_kw = "items"
+                else:
+                    pre_kw = "prefixItems"
+                if isinstance(prefix, list) and i < len(prefix):
+                    subs.append((prefix[i], _pointer(ptr, pre_kw, i)))
+                elif isinstance(items, dict):
+                    subs.append((items, _pointer(ptr, tail_kw)))
+            out.append(self.order(item, subs))
+        return out
+
+
+def serialize(instance: Any, schema: Any) -> bytes:
+    """``instance`` as the grammar emits it: compact JSON, object keys in the schema's order.
+
+    Keys listed in the applicable ``properties`` come first, in schema order (through local
+    ``$ref``, ``allOf`` merges and the first ``anyOf``/``oneOf`` branch the instance matches),
+    then the required names the properties do not list, then the other keys in their
+    original order.
+    """
+    ordered = _Walker(schema).order(instance, [(schema, "")])
+    return json.dumps(ordered, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+# -- running ---------------------------------------------------------------------------------
+
+
+@dataclass
+class SchemaResult:
+    """The outcome of one MaskBench schema."""
+
+    split: str
+    name: str
+    status: str  # "compiled" | "compile_error" | "crash" (an exception other than MaskcError)
+    error: str = ""  # exception class name, "UnsupportedKeyword:<keyword>", "crash:<exception class>"
+    message: str = ""
+    compile_ms: float = 0.0
+    states: int = 0
+    masks: int = 0
+    artifact_bytes: int = 0
+    valid_accepted: int = 0
+    valid_rejected: int = 0
+    invalid_accepted: int = 0
+    invalid_rejected: int = 0
+    valid_rejected_tests: list[str] = field(default_factory=list)
+    invalid_accepted_tests: list[str] = field(default_factory=list)
+    # a valid instance the DFA accepts but the token walk rejects (an alignment bug)
+    token_mismatch_tests: list[str] = field(default_factory=list)
+    # serializations of the invalid instances that were accepted (soundness offenders)
+    invalid_accepted_texts: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def error_reason(exc: BaseException) -> str:
+    name = type(exc).__name__
+    kw = getattr(exc, "keyword", None)
+    return f"{name}:{kw}" if kw else name
+
+
+def compile_options(max_seconds: float = COMPILE_SECONDS) -> maskc.CompileOptions:
+    return make_options(limits=maskc.Limits(max_seconds=max_seconds))
+
+
+def load_case(path: Path) -> dict[str, Any]:
+    with open(path, encoding="utf-8") as f:
+        case: dict[str, Any] = json.load(f)
+    return case
+
+
+def token_walk(art: maskc.Artifact, tok: Vocabulary, text: bytes, *, check_mask: bool = True) -> bool:
+    """Whether the matcher accepts ``text`` token by token and can then terminate.
+
+    With ``check_mask``, every token must also be allowed by the bitmask of its step.
+    """
+    ids = tok.encode(text.decode("utf-8"))
+    m = art.matcher()
+    bitmask = maskc.allocate_bitmask_np(1, art.vocab_size) if check_mask else None
+    for t in ids:
+        if bitmask is not None:
+            m.fill_next_token_bitmask(bitmask, 0)
+            if not (int(bitmask[0, t >> 5]) >> (t & 31)) & 1:
+                return False
+        if not m.accept_token(t):
+            return False
+    return bool(m.can_terminate())
+
+
+def _tests(case: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:
+    tests = case.get("tests") or []
+    yield from enumerate(t for t in tests if isinstance(t, dict) and "valid" in t)
+
+
+def run_schema(path: Path, tok: Vocabulary, *, token_level: bool,
+               max_seconds: float = COMPILE_SECONDS) -> SchemaResult:
+    """Compile one MaskBench schema (no cache) and check each of its labelled instances.
+
+    A valid instance counts accepted when the byte-level DFA accepts its serialization and,
+    with ``token_level``, the matcher accepts its tokens (each allowed by the step's mask)
+    and can then terminate. An invalid instance counts accepted when the byte-level DFA
+    accepts its serialization: a soundness bug.
+    """
+    case = load_case(path)
+    res = SchemaResult(split=split_of(path), name=path.name, status="compiled")
+    art = compile_case(case, tok, res, max_seconds=max_seconds)
+    if art is not None:
+        check_artifact(art, case, tok, res, token_level=token_level)
+    return res
+
+
+def compile_case(case: dict[str, Any], tok: Vocabulary, res: SchemaResult, *,
+                 max_seconds: float = COMPILE_SECONDS) -> maskc.Artifact | None:
+    """Compile ``case["schema"]`` without cache, recording the outcome in ``res``."""
+    t0 = time.perf_counter()
+    try:
+        art = maskc.compile_json_schema(case["schema"], tok, options=compile_options(max_seconds))
+    except maskc.MaskcError as e:
+        res.status = "compile_error"
+        res.error = error_reason(e)
+        res.message = str(e)[:300]
+        res.compile_ms = (time.perf_counter() - t0) * 1e3
+        return None
+    except Exception as e:  # noqa: BLE001
+        # Not a MaskcError: the compiler failed instead of refusing the schema (a bug).
+        res.status = "crash"
+        res.error = f"crash:{type(e).__name__}"
+        res.message = str(e)[:300]
+        res.compile_ms = (time.perf_counter() - t0) * 1e3
+        return None
+    res.status = "compiled"
+    res.compile_ms = art.compile_ms
+    res.states, res.masks, res.artifact_bytes = art.num_states, art.num_masks, art.nbytes
+    return art
+
+
+def check_artifact(art: maskc.Artifact, case: dict[str, Any], tok: Vocabulary, res: SchemaResult, *,
+                   token_level: bool) -> None:
+    """Count the labelled instances of ``case`` that ``art`` accepts and rejects into ``res``."""
+    schema = case["schema"]
+    for i, test in _tests(case):
+        desc = f"#{i} {test.get('description', '')}"[:160]
+        text = serialize(test.get("data"), schema)
+        ok = bool(art.dfa.accepts(text))
+        if test["valid"]:
+            if ok and token_level and not token_walk(art, tok, text):
+                ok = False
+                if len(res.token_mismatch_tests) < _MAX_DESCRIPTIONS:
+                    res.token_mismatch_tests.append(desc)
+            if ok:
+                res.valid_accepted += 1
+            else:
+                res.valid_rejected += 1
+                if len(res.valid_rejected_tests) < _MAX_DESCRIPTIONS:
+                    res.valid_rejected_tests.append(desc)
+        elif ok:
+            res.invalid_accepted += 1
+            if len(res.invalid_accepted_tests) < _MAX_DESCRIPTIONS:
+                res.invalid_accepted_tests.append(desc)
+                res.invalid_accepted_texts.append(text.decode("utf-8")[:500])
+        else:
+            res.invalid_rejected += 1
+
+
+def summarize(results: Sequence[SchemaResult]) -> dict[str, dict[str, Any]]:
+    """Counts per split (and ``ALL``): schemas, compiled, crashes, errors by reason, instance outcomes."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in results:
+        for key in (r.split, "ALL"):
+            s = out.setdefault(key, {
+                "schemas": 0, "compiled": 0, "crashes": 0, "compile_errors": {}, "valid_accepted": 0,
+                "valid_rejected": 0, "invalid_accepted": 0, "invalid_rejected": 0,
+                "schemas_all_valid_accepted": 0,
+            })
+            s["schemas"] += 1
+            if r.status == "compiled":
+                s["compiled"] += 1
+                for k in ("valid_accepted", "valid_rejected", "invalid_accepted", "invalid_rejected"):
+                    s[k] += getattr(r, k)
+                s["schemas_all_valid_accepted"] += r.valid_rejected == 0
+            else:
+                s["crashes"] += r.status == "crash"
+                s["compile_errors"][r.error] = s["compile_errors"].get(r.error, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: (kv[0] == "ALL", kv[0])))

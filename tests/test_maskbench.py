@@ -1,0 +1,153 @@
+"""MaskBench slice: real-world schemas with labelled instances, compiled and checked.
+
+The corpus test runs over a stratified subset of ``../shared/maskbench`` (4 schemas per
+split) and skips where that folder is absent. The floors sit slightly below the measured
+rates, so a regression fails; raise them as support grows.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import maskc
+from tests.maskbench import (
+    MASKBENCH_DIR,
+    SchemaResult,
+    maskbench_dir,
+    run_schema,
+    schema_files,
+    serialize,
+    split_of,
+    stratified,
+    summarize,
+)
+
+PER_SPLIT = 4
+SEED = 0
+# Measured on the 60-schema subset: 35 compiled (58%), 38 of 40 valid instances accepted
+# (the 2 rejected carry a property the schema does not list, and extra properties are off
+# by default).
+MIN_COMPILED_FRACTION = 0.5
+MIN_VALID_ACCEPTED_FRACTION = 0.9
+
+
+# -- harness -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "split"),
+    [
+        ("Github_easy---o123.json", "Github_easy"),
+        ("Kubernetes---kb_1_Normalized.json", "Kubernetes"),
+        ("BFCL_simple_12.json", "BFCL"),
+        ("BFCL_parallel_multiple_52.json", "BFCL"),
+        ("JME_3.json", "JME"),
+        ("Synthesized---draft2019_09_valid_enum_id15_subschema1_not_2.json", "Synthesized"),
+    ],
+)
+def test_split_of(name: str, split: str) -> None:
+    assert split_of(name) == split
+
+
+def test_stratified_is_deterministic_and_capped() -> None:
+    files = [Path(f"{s}---{i}.json") for s in ("A", "B") for i in range(5)] + [Path("JME_1.json")]
+    one = stratified(files, 2, seed=7)
+    assert one == stratified(list(reversed(files)), 2, seed=7)
+    assert [split_of(f) for f in one] == ["A", "A", "B", "B", "JME"]
+
+
+def _ser(instance: Any, schema: Any) -> str:
+    return serialize(instance, schema).decode()
+
+
+def test_serialize_follows_property_order() -> None:
+    schema = {"type": "object", "properties": {"b": {}, "a": {"properties": {"y": {}, "x": {}}}}}
+    assert _ser({"z": 1, "a": {"x": 1, "y": "é"}, "b": 2}, schema) == '{"b":2,"a":{"y":"é","x":1},"z":1}'
+
+
+def test_serialize_through_ref_allof_and_required_extras() -> None:
+    schema = {
+        "$defs": {"base": {"properties": {"id": {}, "meta": {"$ref": "#/$defs/meta"}}}, "meta": {"properties": {"k": {}, "j": {}}}},
+        "allOf": [{"$ref": "#/$defs/base"}, {"properties": {"name": {}}, "required": ["extra"]}],
+    }
+    inst = {"extra": 0, "name": "n", "meta": {"j": 1, "k": 2}, "id": 3}
+    assert _ser(inst, schema) == '{"id":3,"meta":{"k":2,"j":1},"name":"n","extra":0}'
+
+
+def test_serialize_picks_first_matching_branch_with_root_defs() -> None:
+    schema = {
+        "definitions": {"num": {"type": "integer"}},
+        "items": {"anyOf": [
+            {"properties": {"a": {"$ref": "#/definitions/num"}, "b": {}}, "required": ["a"]},
+            {"properties": {"b": {}, "a": {}}},
+        ]},
+    }
+    assert _ser([{"b": 1, "a": 2}, {"b": 1, "a": "s"}], schema) == '[{"a":2,"b":1},{"b":1,"a":"s"}]'
+
+
+def test_serialize_tuple_items() -> None:
+    schema = {"prefixItems": [{"properties": {"q": {}, "p": {}}}], "items": {"properties": {"s": {}, "r": {}}}}
+    assert _ser([{"p": 1, "q": 2}, {"r": 1, "s": 2}], schema) == '[{"q":2,"p":1},{"s":2,"r":1}]'
+    draft7 = {"items": [{"properties": {"q": {}, "p": {}}}], "additionalItems": {"properties": {"s": {}, "r": {}}}}
+    assert _ser([{"p": 1, "q": 2}, {"r": 1, "s": 2}], draft7) == '[{"q":2,"p":1},{"s":2,"r":1}]'
+
+
+# -- corpus --------------------------------------------------------------------------------
+
+
+def _deepseek() -> maskc.Vocabulary:
+    try:
+        return maskc.load_tokenizer("deepseek")
+    except maskc.TokenizerError as e:
+        pytest.skip(f"DeepSeek tokenizer unavailable: {e}")
+
+
+def _describe(r: SchemaResult, tests: list[str], texts: list[str] | None = None) -> str:
+    lines = [f"  {r.name}:"]
+    for i, t in enumerate(tests):
+        lines.append(f"    {t}")
+        if texts and i < len(texts):
+            lines.append(f"      serialized: {texts[i][:200]}")
+    return "\n".join(lines)
+
+
+@pytest.mark.slow
+def test_maskbench_slice() -> None:
+    folder = maskbench_dir()
+    if folder is None:
+        pytest.skip(f"MaskBench data not found at {MASKBENCH_DIR} (the shared folder next to the repository)")
+    tok = _deepseek()
+    files = stratified(schema_files(folder), PER_SPLIT, SEED)
+    results = [run_schema(f, tok, token_level=True) for f in files]
+    compiled = [r for r in results if r.status == "compiled"]
+    total = summarize(results)["ALL"]
+    report = json.dumps(total, indent=1)
+
+    problems = []
+    unsound = [r for r in compiled if r.invalid_accepted]
+    if unsound:
+        problems.append("invalid instances accepted (soundness):\n" + "\n".join(
+            _describe(r, r.invalid_accepted_tests, r.invalid_accepted_texts) for r in unsound))
+    crashed = [r for r in results if r.status == "crash"]
+    if crashed:
+        problems.append("compiles that failed with an exception other than MaskcError:\n" + "\n".join(
+            f"  {r.name}: {r.error}: {r.message[:200]}" for r in crashed))
+    misaligned = [r for r in compiled if r.token_mismatch_tests]
+    if misaligned:
+        problems.append("valid instances the DFA accepts but the token walk rejects (alignment):\n"
+                        + "\n".join(_describe(r, r.token_mismatch_tests) for r in misaligned))
+    if len(compiled) < MIN_COMPILED_FRACTION * len(results):
+        problems.append(f"only {len(compiled)} of {len(results)} schemas compiled "
+                        f"(floor {MIN_COMPILED_FRACTION:.0%})")
+    valid = total["valid_accepted"] + total["valid_rejected"]
+    if valid and total["valid_accepted"] < MIN_VALID_ACCEPTED_FRACTION * valid:
+        rejected = [r for r in compiled if r.valid_rejected]
+        problems.append(
+            f"only {total['valid_accepted']} of {valid} valid instances accepted "
+            f"(floor {MIN_VALID_ACCEPTED_FRACTION:.0%}):\n"
+            + "\n".join(_describe(r, r.valid_rejected_tests) for r in rejected))
+    assert not problems, "\n\n".join(problems) + "\n\nsummary:\n" + report
