@@ -8,7 +8,7 @@ becomes bytes: plain UTF-8 for ``compile_regex``, JSON string escaping inside ``
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import interegular
 from interegular import patterns as P
@@ -100,14 +100,9 @@ def _preprocess(pattern: str) -> str:
     return "".join(out)
 
 
-def split_anchors(pattern: str) -> list[tuple[bool, str, bool]]:
-    """Split a pattern into top-level branches, each with its ``^`` and ``$`` anchors.
-
-    Returns:
-        ``(anchored_start, body, anchored_end)`` per top-level alternative.
-    """
-    branches: list[str] = []
-    depth, in_class, start, i = 0, False, 0, 0
+def _scan(pattern: str) -> Iterator[tuple[int, str, int]]:
+    """Unescaped characters outside character classes, with the group depth after each."""
+    depth, in_class, i = 0, False, 0
     while i < len(pattern):
         c = pattern[i]
         if c == "\\":
@@ -115,35 +110,43 @@ def split_anchors(pattern: str) -> list[tuple[bool, str, bool]]:
             continue
         if in_class:
             in_class = c != "]"
-        elif c == "[":
+            i += 1
+            continue
+        if c == "[":
             in_class = True
             if pattern[i + 1 : i + 2] == "^":
                 i += 1
-            if pattern[i + 1 : i + 2] == "]":
+            if pattern[i + 1 : i + 2] == "]":  # a leading ']' is literal
                 i += 1
         elif c == "(":
             depth += 1
         elif c == ")":
             depth -= 1
-        elif c == "|" and depth == 0:
+        yield i, c, depth
+        i += 1
+
+
+def split_anchors(pattern: str) -> list[tuple[bool, str, bool]]:
+    """Split a pattern into top-level branches, each with its ``^`` and ``$`` anchors.
+
+    Returns:
+        ``(anchored_start, body, anchored_end)`` per top-level alternative.
+    """
+    branches: list[str] = []
+    start = 0
+    for i, c, depth in _scan(pattern):
+        if c == "|" and depth == 0:
             branches.append(pattern[start:i])
             start = i + 1
-        i += 1
     branches.append(pattern[start:])
     out: list[tuple[bool, str, bool]] = []
     for b in branches:
         a_start = b.startswith("^")
         if a_start:
             b = b[1:]
-        a_end = False
-        if b.endswith("$"):
-            k = len(b) - 1
-            backslashes = 0
-            while k - 1 - backslashes >= 0 and b[k - 1 - backslashes] == "\\":
-                backslashes += 1
-            if backslashes % 2 == 0:
-                a_end = True
-                b = b[:-1]
+        a_end = any(c == "$" and i == len(b) - 1 for i, c, _ in _scan(b))
+        if a_end:
+            b = b[:-1]
         inner = _whole_group(b)
         if inner is not None and ("^" in inner or "$" in inner):
             # "(^a$|b)": anchors inside a group that spans the whole branch
@@ -158,23 +161,8 @@ def _whole_group(b: str) -> str | None:
     """The inside of ``b`` if ``b`` is one group, ``(...)`` or ``(?:...)``, with no quantifier."""
     if not b.startswith("(") or not b.endswith(")") or b.startswith("(?") and not b.startswith("(?:"):
         return None
-    depth, in_class, i = 0, False, 0
-    while i < len(b):
-        c = b[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0 and i != len(b) - 1:
-                return None
-        i += 1
+    if any(c == ")" and depth == 0 and i != len(b) - 1 for i, c, depth in _scan(b)):
+        return None
     return b[3:-1] if b.startswith("(?:") else b[1:-1]
 
 
@@ -261,17 +249,4 @@ def regex_to_ir(pattern: str, encode: CharEncoder | None = None, *, search: bool
 
 def _has_stray_anchor(body: str) -> bool:
     """Whether ``^`` or ``$`` appears outside a character class (after the branch ends were cut)."""
-    i, in_class = 0, False
-    while i < len(body):
-        c = body[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-        elif c in "^$":
-            return True
-        i += 1
-    return False
+    return any(c in "^$" for _, c, _ in _scan(body))
