@@ -314,8 +314,12 @@ def align(
     acc = dfa.accepting.astype(np.int64)
     # Masks of short tokens depend on the first SHORT_TOKEN bytes of the future only;
     # long tokens (few) on up to max_len bytes: two partitions, the finer one drives.
-    block_s = refine(dfa.trans, acc, max_rounds=SHORT_TOKEN)
-    block = refine(dfa.trans, acc, max_rounds=max(SHORT_TOKEN, table.max_len)) if long_.token_ids.size else block_s
+    block_s = refine(dfa.trans, acc, max_rounds=SHORT_TOKEN, deadline=deadline)
+    block = (
+        refine(dfa.trans, acc, max_rounds=max(SHORT_TOKEN, table.max_len), deadline=deadline)
+        if long_.token_ids.size
+        else block_s
+    )
     flat_trans = _sink_table(dfa.trans)
     eos = np.asarray(table.eos_ids, dtype=np.int64)
 

@@ -7,10 +7,13 @@ in class order), so equal languages over equal classes give identical arrays.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from numpy.typing import NDArray
 
 from maskc.compiler.dfa import DEAD, Dfa
+from maskc.compiler.errors import TimeLimitExceeded
 
 __all__ = ["minimize", "refine", "canonical"]
 
@@ -60,7 +63,8 @@ def _is_congruence(trans: NDArray[np.int32], block: NDArray[np.int64], initial: 
 
 
 def refine(
-    trans: NDArray[np.int32], initial: NDArray[np.int64], *, max_rounds: int | None = None
+    trans: NDArray[np.int32], initial: NDArray[np.int64], *, max_rounds: int | None = None,
+    deadline: float | None = None,
 ) -> NDArray[np.int64]:
     """Refine the partition ``initial`` until stable or for ``max_rounds`` rounds.
 
@@ -78,6 +82,8 @@ def refine(
     sig = np.empty((n, trans.shape[1] + 1), dtype=np.int64)
     ext = np.empty(n + 1, dtype=np.int64)
     while max_rounds is None or rounds < max_rounds:
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeLimitExceeded("compile time (s)", limit=0)
         ext[:n] = block
         ext[n] = -1
         sig[:, 0] = block
@@ -110,10 +116,14 @@ def _exact_refine(trans: NDArray[np.int32], block: NDArray[np.int64], max_rounds
     return block
 
 
-def _moore(trans: NDArray[np.int32], initial: NDArray[np.int64], max_rounds: int) -> tuple[NDArray[np.int64], bool]:
+def _moore(
+    trans: NDArray[np.int32], initial: NDArray[np.int64], max_rounds: int, deadline: float | None = None
+) -> tuple[NDArray[np.int64], bool]:
     init, count = _row_ids(initial.reshape(-1, 1))
     block = init
     for _ in range(max_rounds):
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeLimitExceeded("compile time (s)", limit=0)
         succ = np.where(trans >= 0, block[np.where(trans >= 0, trans, 0)], -1)
         new_block, new_count = _hash_ids(np.concatenate([block[:, None], succ.astype(np.int64)], axis=1))
         block = new_block
@@ -148,7 +158,7 @@ MAX_ROUNDS = 120
 MAX_STATES = 30_000  # larger DFAs come from counted runs, which subset construction leaves near-minimal
 
 
-def minimize(dfa: Dfa, *, max_rounds: int = MAX_ROUNDS) -> Dfa:
+def minimize(dfa: Dfa, *, max_rounds: int = MAX_ROUNDS, deadline: float | None = None) -> Dfa:
     """The minimal DFA for the language of a pruned ``dfa``, canonically numbered.
 
     Moore's refinement needs as many rounds as the longest shortest distinguishing string
@@ -157,7 +167,7 @@ def minimize(dfa: Dfa, *, max_rounds: int = MAX_ROUNDS) -> Dfa:
     """
     if dfa.num_states > MAX_STATES:
         return canonical(dfa)
-    block, stable = _moore(dfa.trans, dfa.accepting.astype(np.int64), max_rounds)
+    block, stable = _moore(dfa.trans, dfa.accepting.astype(np.int64), max_rounds, deadline)
     if not stable:
         return canonical(dfa)
     nblocks = int(block.max()) + 1

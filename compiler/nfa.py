@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from maskc.compiler.errors import StateLimitExceeded
+import time
+
+from maskc.compiler.errors import StateLimitExceeded, TimeLimitExceeded
 from maskc.compiler.ir import Alt, ByteSet, Fields, Node, Product, Repeat, Seq
 
 __all__ = ["Nfa", "lower"]
@@ -23,10 +25,13 @@ class Nfa:
     edges: list[list[tuple[int, int, int]]] = field(default_factory=list)  # (lo, hi, target)
     final: int = -1
     max_states: int = 1_000_000
+    deadline: float | None = None  # time.monotonic() value
 
     def new(self) -> int:
         if len(self.eps) >= self.max_states:
             raise StateLimitExceeded("NFA states", limit=self.max_states)
+        if self.deadline is not None and (len(self.eps) & 1023) == 0 and time.monotonic() > self.deadline:
+            raise TimeLimitExceeded("compile time (s)", limit=0)
         self.eps.append([])
         self.edges.append([])
         return len(self.eps) - 1
@@ -129,8 +134,9 @@ def _build_product(nfa: Nfa, node: Product, start: int, end: int) -> None:
     from maskc.compiler.dfa import determinize
 
     limit = max(1, nfa.max_states - nfa.size)
-    da = determinize(lower(node.a, max_states=limit), max_states=limit)
-    db = determinize(lower(node.b, max_states=limit), max_states=limit)
+    dl = nfa.deadline
+    da = determinize(lower(node.a, max_states=limit, deadline=dl), max_states=limit, deadline=dl)
+    db = determinize(lower(node.b, max_states=limit, deadline=dl), max_states=limit, deadline=dl)
     ca, cb = da.byte_class.tolist(), db.byte_class.tolist()
     pair_class: dict[tuple[int, int], int] = {}
     byte_class = [pair_class.setdefault((ca[b], cb[b]), len(pair_class)) for b in range(256)]
@@ -168,20 +174,22 @@ def _build_product(nfa: Nfa, node: Product, start: int, end: int) -> None:
         i += 1
 
 
-def lower(node: Node, *, max_states: int = 1_000_000) -> Nfa:
+def lower(node: Node, *, max_states: int = 1_000_000, deadline: float | None = None) -> Nfa:
     """Thompson construction of ``node``.
 
     Args:
         node: the grammar.
         max_states: refuse to build more NFA states than this.
+        deadline: a ``time.monotonic()`` value after which the build stops.
 
     Returns:
         The NFA; state 0 is the start state.
 
     Raises:
         StateLimitExceeded: the NFA would exceed ``max_states``.
+        TimeLimitExceeded: ``deadline`` passed.
     """
-    nfa = Nfa(max_states=max_states)
+    nfa = Nfa(max_states=max_states, deadline=deadline)
     start = nfa.new()
     nfa.final = nfa.new()
     _build(nfa, node, start, nfa.final)

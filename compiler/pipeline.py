@@ -70,17 +70,20 @@ def _token_table(vocab: Vocabulary) -> TokenTable:
     return TokenTable(flat, offsets, walkable, tuple(vocab.eos_ids), vocab.vocab_size)
 
 
-def grammar_dfa(node: Node, options: CompileOptions, timings: dict[str, float] | None = None) -> Dfa:
+def grammar_dfa(
+    node: Node, options: CompileOptions, timings: dict[str, float] | None = None, *, deadline: float | None = None
+) -> Dfa:
     """IR -> pruned, minimized, class-compressed DFA."""
     t = timings if timings is not None else {}
     lim = options.limits
-    deadline = time.monotonic() + lim.max_seconds
+    if deadline is None:
+        deadline = time.monotonic() + lim.max_seconds
     t0 = time.perf_counter()
-    nfa = lower(node, max_states=lim.max_nfa_states)
+    nfa = lower(node, max_states=lim.max_nfa_states, deadline=deadline)
     t1 = time.perf_counter()
     dfa = determinize(nfa, max_states=lim.max_states, deadline=deadline)
     t2 = time.perf_counter()
-    dfa = compress_classes(minimize(prune(dfa)))
+    dfa = compress_classes(minimize(prune(dfa), deadline=deadline))
     t3 = time.perf_counter()
     t.update(nfa_ms=(t1 - t0) * 1e3, dfa_ms=(t2 - t1) * 1e3, minimize_ms=(t3 - t2) * 1e3)
     if dfa.num_states > lim.max_states:
@@ -133,11 +136,11 @@ def compile_ir(
     t = timings if timings is not None else {}
     start = time.perf_counter()
     deadline = time.monotonic() + options.limits.max_seconds
-    dfa = grammar_dfa(node, options, t)
-    table = token_table(vocab)
-    builder = MaskStoreBuilder(vocab.vocab_size)
-    t0 = time.perf_counter()
     try:
+        dfa = grammar_dfa(node, options, t, deadline=deadline)
+        table = token_table(vocab)
+        builder = MaskStoreBuilder(vocab.vocab_size)
+        t0 = time.perf_counter()
         state_mask = align(dfa, table, add_mask=builder.add, progress=progress, deadline=deadline)
     except TimeLimitExceeded:
         raise TimeLimitExceeded("compile time (s)", limit=options.limits.max_seconds) from None

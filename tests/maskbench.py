@@ -14,8 +14,11 @@ from __future__ import annotations
 import json
 import random
 import re
+import signal
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +36,10 @@ import maskc
 __all__ = [
     "COMPILE_SECONDS",
     "MASKBENCH_DIR",
+    "OVERRUN_FACTOR",
+    "HarnessTimeout",
     "SchemaResult",
+    "backstop_seconds",
     "check_artifact",
     "compile_case",
     "load_case",
@@ -50,6 +56,7 @@ __all__ = [
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MASKBENCH_DIR = REPO_ROOT.parent / "shared" / "maskbench"
 COMPILE_SECONDS = 20.0  # per-schema compile guard
+OVERRUN_FACTOR = 1.5  # a compile past this many times its limit is flagged; see compile_case
 
 _NUMBERED = re.compile(r"^(?P<split>.+)_\d+$")
 _ROOT_URI = "urn:maskbench:root"
@@ -294,6 +301,7 @@ class SchemaResult:
     states: int = 0
     masks: int = 0
     artifact_bytes: int = 0
+    limit_overrun: bool = False  # ran past OVERRUN_FACTOR x max_seconds (time guard late)
     valid_accepted: int = 0
     valid_rejected: int = 0
     invalid_accepted: int = 0
@@ -365,24 +373,61 @@ def run_schema(path: Path, tok: Vocabulary, *, token_level: bool,
     return res
 
 
+class HarnessTimeout(Exception):
+    """The compile ran well past its ``max_seconds`` without raising TimeLimitExceeded."""
+
+
+@contextmanager
+def _backstop(seconds: float) -> Iterator[None]:
+    """Raise :class:`HarnessTimeout` after ``seconds`` (SIGALRM; a no-op off the main thread)."""
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if not usable:
+        yield
+        return
+
+    def fire(signum: int, frame: Any) -> None:
+        raise HarnessTimeout
+
+    previous = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def backstop_seconds(max_seconds: float) -> float:
+    """How long the harness lets a compile run before it stops it itself."""
+    return max_seconds * OVERRUN_FACTOR + 5.0
+
+
 def compile_case(case: dict[str, Any], tok: Vocabulary, res: SchemaResult, *,
                  max_seconds: float = COMPILE_SECONDS) -> maskc.Artifact | None:
-    """Compile ``case["schema"]`` without cache, recording the outcome in ``res``."""
+    """Compile ``case["schema"]`` without cache, recording the outcome in ``res``.
+
+    A compile still running at :func:`backstop_seconds` is stopped and recorded as
+    ``HarnessTimeout``; any compile that ends past ``OVERRUN_FACTOR`` times its limit is
+    flagged ``limit_overrun`` (the compiler's own time guard came late or never).
+    """
     t0 = time.perf_counter()
+    art = None
     try:
-        art = maskc.compile_json_schema(case["schema"], tok, options=compile_options(max_seconds))
+        with _backstop(backstop_seconds(max_seconds)):
+            art = maskc.compile_json_schema(case["schema"], tok, options=compile_options(max_seconds))
     except maskc.MaskcError as e:
-        res.status = "compile_error"
-        res.error = error_reason(e)
-        res.message = str(e)[:300]
-        res.compile_ms = (time.perf_counter() - t0) * 1e3
-        return None
+        res.status, res.error, res.message = "compile_error", error_reason(e), str(e)[:300]
+    except HarnessTimeout:
+        res.status, res.error = "compile_error", "HarnessTimeout"
+        res.message = (f"stopped by the harness after {backstop_seconds(max_seconds):.0f} s; "
+                       f"max_seconds={max_seconds:g} did not fire")
     except Exception as e:  # noqa: BLE001
         # Not a MaskcError: the compiler failed instead of refusing the schema (a bug).
-        res.status = "crash"
-        res.error = f"crash:{type(e).__name__}"
-        res.message = str(e)[:300]
-        res.compile_ms = (time.perf_counter() - t0) * 1e3
+        res.status, res.error, res.message = "crash", f"crash:{type(e).__name__}", str(e)[:300]
+    elapsed_ms = (time.perf_counter() - t0) * 1e3
+    res.limit_overrun = elapsed_ms > OVERRUN_FACTOR * max_seconds * 1e3
+    if art is None:
+        res.compile_ms = elapsed_ms
         return None
     res.status = "compiled"
     res.compile_ms = art.compile_ms
@@ -424,11 +469,12 @@ def summarize(results: Sequence[SchemaResult]) -> dict[str, dict[str, Any]]:
     for r in results:
         for key in (r.split, "ALL"):
             s = out.setdefault(key, {
-                "schemas": 0, "compiled": 0, "crashes": 0, "compile_errors": {}, "valid_accepted": 0,
+                "schemas": 0, "compiled": 0, "crashes": 0, "limit_overruns": 0, "compile_errors": {}, "valid_accepted": 0,
                 "valid_rejected": 0, "invalid_accepted": 0, "invalid_rejected": 0,
                 "schemas_all_valid_accepted": 0,
             })
             s["schemas"] += 1
+            s["limit_overruns"] += r.limit_overrun
             if r.status == "compiled":
                 s["compiled"] += 1
                 for k in ("valid_accepted", "valid_rejected", "invalid_accepted", "invalid_rejected"):

@@ -152,3 +152,18 @@ def test_state_limit_is_a_clear_error(byte_vocab: Vocabulary) -> None:
 
     with pytest.raises(StateLimitExceeded, match="DFA states"):
         maskc.compile_json_schema({"type": "string", "maxLength": 5000}, byte_vocab, options=CompileOptions(limits=Limits(max_states=1000)))
+
+
+def test_time_limit_is_enforced_in_every_stage(byte_vocab: Vocabulary) -> None:
+    import time
+
+    import maskc
+    from maskc.compiler.errors import TimeLimitExceeded
+    from maskc.compiler.options import CompileOptions, Limits
+
+    # a pattern with a length bound: products of sub-automata during lowering
+    schema = {"type": "array", "items": {"type": "string", "pattern": "^[a-z]+[0-9]*$", "maxLength": 3000}}
+    t0 = time.monotonic()
+    with pytest.raises(TimeLimitExceeded, match="limit of 0.05"):
+        maskc.compile_json_schema(schema, byte_vocab, options=CompileOptions(limits=Limits(max_seconds=0.05)))
+    assert time.monotonic() - t0 < 5

