@@ -189,7 +189,7 @@ class Artifact:
 
     def summary(self) -> dict[str, Any]:
         """Metadata and table sizes, for ``maskc inspect``."""
-        kinds = np.bincount(self.masks.kinds, minlength=3).tolist() if self.num_masks else [0, 0, 0]
+        kinds = np.bincount(self.masks.kinds, minlength=4).tolist() if self.num_masks else [0, 0, 0, 0]
         return {
             "format_version": self.metadata["format_version"],
             "compiler_version": self.metadata["compiler_version"],
@@ -204,7 +204,7 @@ class Artifact:
             "states": self.num_states,
             "byte_classes": self.dfa.num_classes,
             "distinct_masks": self.num_masks,
-            "masks_by_kind": {"allow_list": kinds[0], "reject_list": kinds[1], "dense": kinds[2]},
+            "masks_by_kind": {"allow_list": kinds[0], "reject_list": kinds[1], "dense": kinds[2], "delta": kinds[3]},
             "table_bytes": self.nbytes,
         }
 

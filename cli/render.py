@@ -106,7 +106,7 @@ def artifact_summary(out: Output, path: Path, s: dict[str, Any], verified: str |
     table.add_column(overflow="fold")
     kinds = s["masks_by_kind"]
     masks = (f"{s['distinct_masks']:,}: {kinds['allow_list']:,} allow-list, "
-             f"{kinds['reject_list']:,} reject-list, {kinds['dense']:,} dense")
+             f"{kinds['reject_list']:,} reject-list, {kinds['dense']:,} dense, {kinds['delta']:,} delta")
     sizes = f"{human_bytes(s['table_bytes'])} of tables, {human_bytes(s['file_bytes'])} on disk"
     rows: list[tuple[str, str | Text]] = [
         ("grammar", f"{s['grammar_kind']}  sha256 {s['grammar_sha256'][:16]}…"),

@@ -9,7 +9,7 @@ Recursive ``$ref`` is refused here (it needs the pushdown runtime).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from decimal import Decimal, InvalidOperation
 from typing import Any
 from urllib.parse import unquote
@@ -300,14 +300,49 @@ class SchemaCompiler:
         return alt(*nodes)
 
     def literals(self, values: list[JsonValue], schema: dict[str, JsonValue], pointer: str, depth: int) -> Node:
-        types = self.types_of(schema, pointer) if "type" in schema else None
         layout = Layout(self.options.whitespace, depth)
+        siblings = {k: v for k, v in schema.items() if k not in ("enum", "const")}
+        active = set(siblings) - ANNOTATIONS
+        check: Callable[[JsonValue], bool] | None = None
+        if active == {"type"}:  # the common case, without building a validator
+            types = self.types_of(siblings, pointer)
+            check = lambda v: any(_is_type(v, t) for t in types)  # noqa: E731
+        elif active:
+            check = self.value_checker(siblings, pointer)
         out = []
         for v in values:
-            if types is not None and not any(_is_type(v, t) for t in types):
+            # every sibling keyword applies to the listed values too (type, maxLength, ...)
+            if check is not None and not check(v):
                 continue
             out.append(lit(dumps_layout(v, layout)))
-        return alt(*out)  # NOTHING when no listed value has the schema's type
+            if isinstance(v, float) and v.is_integer() and abs(v) < 2**53:
+                out.append(lit(dumps_layout(int(v), layout)))  # JSON Schema: 2.0 == 2
+        return alt(*out)  # NOTHING when no listed value passes the sibling keywords
+
+    def value_checker(self, schema: dict[str, JsonValue], pointer: str) -> Callable[[JsonValue], bool]:
+        """A validator for ``schema`` (with the root's definitions in reach) as a predicate."""
+        import jsonschema
+        import referencing
+        import referencing.jsonschema
+
+        root = self.root if isinstance(self.root, dict) else {}
+        try:
+            cls = jsonschema.validators.validator_for(root, default=jsonschema.Draft202012Validator)
+            spec = referencing.jsonschema.specification_with(
+                cls.META_SCHEMA.get("$schema", "https://json-schema.org/draft/2020-12/schema")
+            )
+            registry: referencing.Registry[Any] = referencing.Registry().with_resource("", spec.create_resource(root))
+            validator = cls(schema, registry=registry, format_checker=cls.FORMAT_CHECKER)
+        except Exception as e:  # a schema jsonschema cannot load
+            raise UnsupportedKeyword("enum", pointer=pointer, detail=f"cannot check the listed values ({e})") from e
+
+        def check(value: JsonValue) -> bool:
+            try:
+                return bool(validator.is_valid(value))
+            except Exception as e:  # e.g. an unresolvable reference inside the siblings
+                raise UnsupportedKeyword("enum", pointer=pointer, detail=f"cannot check the listed values ({e})") from e
+
+        return check
 
     # -- types ---------------------------------------------------------------------------
 

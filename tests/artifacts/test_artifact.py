@@ -117,3 +117,10 @@ def test_lenient_artifact_records_not_enforced(toy_vocab: Vocabulary) -> None:
     assert art.not_enforced == [{"keyword": "multipleOf", "pointer": "/multipleOf"}]
     with pytest.raises(maskc.UnsupportedKeyword):
         maskc.compile_json_schema({"type": "integer", "multipleOf": 5}, toy_vocab)
+
+
+def test_summary_counts_every_mask_kind(deepseek: Vocabulary) -> None:
+    art = maskc.compile_json_schema({"type": "string", "maxLength": 40}, deepseek)
+    kinds = art.summary()["masks_by_kind"]
+    assert sum(kinds.values()) == art.num_masks
+    assert kinds["delta"] > 0  # neighbouring counted positions differ in a few tokens

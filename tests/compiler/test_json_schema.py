@@ -186,3 +186,18 @@ def test_simple_not_forms(schema: Any, ok: list[Any], bad: list[Any]) -> None:
         assert dfa.accepts(compact(v)), v
     for v in bad:
         assert not dfa.accepts(compact(v)), v
+
+
+@pytest.mark.parametrize("schema,ok,bad", [
+    ({"enum": ["a", "bbbb"], "maxLength": 2}, ["a"], ["bbbb"]),
+    ({"enum": [1, 50, "x"], "type": "integer", "maximum": 10}, [1], [50, "x"]),
+    ({"$defs": {"short": {"maxLength": 1}}, "enum": ["a", "ab"], "allOf": [{"$ref": "#/$defs/short"}]}, ["a"], ["ab"]),
+    ({"enum": [2.0, "x"]}, [2, 2.0], [3]),
+])
+def test_enum_values_obey_sibling_keywords(schema: Any, ok: list[Any], bad: list[Any]) -> None:
+    dfa = schema_dfa(schema)
+    for v in ok:
+        jsonschema.validate(v, schema)
+        assert dfa.accepts(compact(v)), v
+    for v in bad:
+        assert not dfa.accepts(compact(v)), v
