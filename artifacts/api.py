@@ -20,7 +20,7 @@ import orjson
 from maskc.artifacts.artifact import COMPILER_VERSION, Artifact
 from maskc.artifacts.cache import ArtifactCache, cache_key
 from maskc.compiler import pipeline
-from maskc.compiler.errors import ArtifactCorrupt, ArtifactError, SchemaError, SizeLimitExceeded
+from maskc.compiler.errors import ArtifactError, SchemaError, SizeLimitExceeded
 from maskc.compiler.options import CompileOptions, Limits, parse_whitespace
 from maskc.compiler.vocab import Vocabulary
 
@@ -152,5 +152,3 @@ def compile_choice(
     return _compile("choice", list(choices), tokenizer, opts, cache,
                     lambda: pipeline.compile_choice(choices, tokenizer, opts, progress=progress))
 
-
-_ = ArtifactCorrupt  # re-exported through maskc.errors

@@ -184,7 +184,3 @@ def check_tables(tensors: Mapping[str, NDArray[np.generic]], vocab_size: int, wh
     if bad:
         raise ArtifactCorrupt(f"{where}: inconsistent tables (vocab_size {vocab_size})")
     return trans
-
-
-def encode_meta_list(values: list[int]) -> str:
-    return canonical_json(values)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
 
 from maskc.artifacts.torch import allocate_token_bitmask, apply_token_bitmask_inplace
+from maskc.compiler.maskstore import pack_bool
 
 if TYPE_CHECKING:
     from maskc.artifacts.artifact import Artifact
@@ -40,6 +42,10 @@ class MaskcLogitsProcessor(_Base):
         self.rejected: list[int | None] = []
         self._prompt_len: int | None = None
         self._bitmask: torch.Tensor | None = None
+        # the row of a finished or failed sequence: EOS only (built once)
+        bits = np.zeros(artifact.vocab_size, dtype=np.bool_)
+        bits[list(artifact.eos_token_ids)] = True
+        self._eos_row = torch.from_numpy(pack_bool(bits))
         if batch_size:
             self._ensure(batch_size)
 
@@ -62,7 +68,6 @@ class MaskcLogitsProcessor(_Base):
             self._prompt_len = seq_len
         self._ensure(batch)
         assert self._bitmask is not None
-        eos = list(self.artifact.eos_token_ids)
         new = seq_len - self._prompt_len
         for i in range(batch):
             m = self.matchers[i]
@@ -72,10 +77,7 @@ class MaskcLogitsProcessor(_Base):
                     self.failed[i] = True
                     self.rejected[i] = tok
             if self.failed[i] or m.is_terminated():
-                row = torch.zeros(self._bitmask.shape[1], dtype=torch.int32)
-                for e in eos:
-                    row[e // 32] |= 1 << (e % 32) if e % 32 != 31 else -(2**31)
-                self._bitmask[i].copy_(row)
+                self._bitmask[i].copy_(self._eos_row)
             else:
                 m.fill_next_token_bitmask(self._bitmask, i)
         apply_token_bitmask_inplace(scores, self._bitmask.to(scores.device))

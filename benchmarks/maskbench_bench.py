@@ -110,6 +110,20 @@ def _bit(bitmask_row: Any, t: int) -> bool:
     return bool((int(bitmask_row[t >> 5]) >> (t & 31)) & 1)
 
 
+def _timed_walk(run: Any, ids: list[int], bitmask: Any, fill: Any, accept: Any) -> bool:
+    """Fill the mask and accept each token in turn, timing each step; False at the first refusal."""
+    run.instance_tokens = len(ids)
+    for t in ids:
+        t0 = time.perf_counter()
+        fill()
+        accepted = _bit(bitmask[0], t) and accept(t)
+        run.token_us.append((time.perf_counter() - t0) * 1e6)
+        if not accepted:
+            return False
+        run.tokens_accepted += 1
+    return True
+
+
 # -- maskc -----------------------------------------------------------------------------------
 
 
@@ -131,17 +145,7 @@ def run_maskc(case: dict[str, Any], res: SchemaResult, tok: maskc.Vocabulary, id
     if ids is not None:
         m = loaded.matcher()
         bitmask = maskc.allocate_bitmask_np(1, loaded.vocab_size)
-        run.instance_tokens = len(ids)
-        ok = True
-        for t in ids:
-            t0 = time.perf_counter()
-            m.fill_next_token_bitmask(bitmask, 0)
-            accepted = _bit(bitmask[0], t) and m.accept_token(t)
-            run.token_us.append((time.perf_counter() - t0) * 1e6)
-            if not accepted:
-                ok = False
-                break
-            run.tokens_accepted += 1
+        ok = _timed_walk(run, ids, bitmask, lambda: m.fill_next_token_bitmask(bitmask, 0), m.accept_token)
         run.instance_accepted = ok and m.can_terminate()
     if correctness:
         check_artifact(art, case, tok, res, token_level=True)
@@ -199,20 +203,10 @@ class XGrammarPeer:
         if ids is not None:
             m = xgr.GrammarMatcher(cg)
             bitmask = xgr.allocate_token_bitmask(1, self.info.vocab_size)
-            run.instance_tokens = len(ids)
-            ok = True
-            for t in ids:
-                t0 = time.perf_counter()
-                m.fill_next_token_bitmask(bitmask)
-                accepted = bool((int(bitmask[0, t >> 5]) >> (t & 31)) & 1) and m.accept_token(t)
-                run.token_us.append((time.perf_counter() - t0) * 1e6)
-                if not accepted:
-                    ok = False
-                    break
-                run.tokens_accepted += 1
+            ok = _timed_walk(run, ids, bitmask, lambda: m.fill_next_token_bitmask(bitmask), m.accept_token)
             if ok:
                 m.fill_next_token_bitmask(bitmask)
-                ok = any((int(bitmask[0, e >> 5]) >> (e & 31)) & 1 for e in self.eos)
+                ok = any(_bit(bitmask[0], e) for e in self.eos)
             run.instance_accepted = ok
         return run
 
@@ -250,17 +244,7 @@ class LLGuidancePeer:
         run.compiled = True
         if ids is not None:
             m = LLMatcher(self.tok, grammar, log_level=0)
-            run.instance_tokens = len(ids)
-            ok = True
-            for t in ids:
-                t0 = time.perf_counter()
-                lln.fill_next_token_bitmask(m, bitmask)
-                accepted = _bit(bitmask[0], t) and m.consume_token(t)
-                run.token_us.append((time.perf_counter() - t0) * 1e6)
-                if not accepted:
-                    ok = False
-                    break
-                run.tokens_accepted += 1
+            ok = _timed_walk(run, ids, bitmask, lambda: lln.fill_next_token_bitmask(m, bitmask), m.consume_token)
             if ok:
                 lln.fill_next_token_bitmask(m, bitmask)
                 ok = _bit(bitmask[0], self.eos)

@@ -200,18 +200,6 @@ def _dense_walk(flat_trans: NDArray[np.int64], num_classes: int, dead: int, seqs
     return out
 
 
-def _width(dfa: Dfa, seqs: ClassSeqs, s: int) -> int:
-    live = np.flatnonzero(dfa.trans[s] >= 0)
-    return int((seqs.first_start[live + 1] - seqs.first_start[live]).sum())
-
-
-def allowed_sequences(dfa: Dfa, seqs: ClassSeqs, s: int, flat_trans: NDArray[np.int64] | None = None) -> NDArray[np.int64]:
-    """Indices of the class sequences allowed in state ``s`` (one state; see :func:`_batch_allowed`)."""
-    if flat_trans is not None and _width(dfa, seqs, s) * 4 > seqs.lengths.shape[0]:
-        return _dense_walk(flat_trans, dfa.num_classes, dfa.num_states, seqs, s)
-    return _batch_allowed(dfa, seqs, np.array([s], dtype=np.int64))[0]
-
-
 def _batch_allowed(dfa: Dfa, seqs: ClassSeqs, states: NDArray[np.int64], budget: int = 1 << 21) -> list[NDArray[np.int64]]:
     """Allowed sequences for many (narrow) states at once: one walk over (state, sequence) pairs.
 
@@ -364,12 +352,3 @@ def align(
         if progress is not None:
             progress(rep_s.shape[0] + min(i + chunk, nblocks), rep_s.shape[0] + nblocks)
     return block_mask[block].astype(np.int32)
-
-
-def brute_force_allowed(dfa: Dfa, token_bytes: list[bytes], walkable: list[bool], s: int) -> list[int]:
-    """Reference oracle: walk every token's bytes one at a time (tests only; slow)."""
-    out = []
-    for t, data in enumerate(token_bytes):
-        if walkable[t] and data and dfa.walk(s, data) >= 0:
-            out.append(t)
-    return out

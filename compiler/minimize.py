@@ -62,6 +62,43 @@ def _is_congruence(trans: NDArray[np.int32], block: NDArray[np.int64], initial: 
     return bool(np.array_equal(succ, succ[r]))
 
 
+def _rounds(
+    trans: NDArray[np.int32], init: NDArray[np.int64], max_rounds: int | None, deadline: float | None, *, exact: bool
+) -> tuple[NDArray[np.int64], bool]:
+    """Moore rounds from the partition ``init``: (blocks, whether they stabilized)."""
+    group = _row_ids if exact else _hash_ids
+    block, count = init, int(init.max()) + 1 if init.size else 0
+    n = trans.shape[0]
+    tz = np.where(trans >= 0, trans, n).astype(np.int64)
+    sig = np.empty((n, trans.shape[1] + 1), dtype=np.int64)
+    ext = np.full(n + 1, -1, dtype=np.int64)
+    rounds = 0
+    while max_rounds is None or rounds < max_rounds:
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeLimitExceeded("compile time (s)", limit=0)
+        ext[:n] = block
+        sig[:, 0] = block
+        sig[:, 1:] = ext[tz]
+        block, new_count = group(sig)
+        rounds += 1
+        if new_count == count:
+            return block, True
+        count = new_count
+    return block, False
+
+
+def _refine(
+    trans: NDArray[np.int32], initial: NDArray[np.int64], max_rounds: int | None, deadline: float | None
+) -> tuple[NDArray[np.int64], bool]:
+    init, _ = _row_ids(initial.reshape(-1, 1).astype(np.int64))
+    block, stable = _rounds(trans, init, max_rounds, deadline, exact=False)
+    if stable and not _is_congruence(trans, block, init):
+        return _rounds(trans, init, max_rounds, deadline, exact=True)
+    # Cut at max_rounds: the hashed grouping stands. Two rows merge wrongly only on a
+    # 128-bit collision of random odd multipliers (about n^2 * 2^-128 over n states).
+    return block, stable
+
+
 def refine(
     trans: NDArray[np.int32], initial: NDArray[np.int64], *, max_rounds: int | None = None,
     deadline: float | None = None,
@@ -73,66 +110,7 @@ def refine(
     a 128-bit hash for speed; when the refinement stabilizes, a congruence check makes the
     result exact (an exact pass reruns otherwise).
     """
-    init, count = _row_ids(initial.reshape(-1, 1).astype(np.int64))
-    block = init
-    rounds = 0
-    stable = False
-    n = trans.shape[0]
-    tz = np.where(trans >= 0, trans, n).astype(np.int64)
-    sig = np.empty((n, trans.shape[1] + 1), dtype=np.int64)
-    ext = np.empty(n + 1, dtype=np.int64)
-    while max_rounds is None or rounds < max_rounds:
-        if deadline is not None and time.monotonic() > deadline:
-            raise TimeLimitExceeded("compile time (s)", limit=0)
-        ext[:n] = block
-        ext[n] = -1
-        sig[:, 0] = block
-        sig[:, 1:] = ext[tz]
-        new_block, new_count = _hash_ids(sig)
-        rounds += 1
-        block = new_block
-        if new_count == count:
-            stable = True
-            break
-        count = new_count
-    if stable and not _is_congruence(trans, block, init):
-        return _exact_refine(trans, init, max_rounds)
-    # Cut at max_rounds: the hashed grouping stands. Two rows merge wrongly only on a
-    # 128-bit collision of random odd multipliers (about n^2 * 2^-128 over n states).
-    return block
-
-
-def _exact_refine(trans: NDArray[np.int32], block: NDArray[np.int64], max_rounds: int | None) -> NDArray[np.int64]:
-    count = int(block.max()) + 1
-    rounds = 0
-    while max_rounds is None or rounds < max_rounds:
-        succ = np.where(trans >= 0, block[np.where(trans >= 0, trans, 0)], -1)
-        new_block, new_count = _row_ids(np.concatenate([block[:, None], succ.astype(np.int64)], axis=1))
-        rounds += 1
-        block = new_block
-        if new_count == count:
-            break
-        count = new_count
-    return block
-
-
-def _moore(
-    trans: NDArray[np.int32], initial: NDArray[np.int64], max_rounds: int, deadline: float | None = None
-) -> tuple[NDArray[np.int64], bool]:
-    init, count = _row_ids(initial.reshape(-1, 1))
-    block = init
-    for _ in range(max_rounds):
-        if deadline is not None and time.monotonic() > deadline:
-            raise TimeLimitExceeded("compile time (s)", limit=0)
-        succ = np.where(trans >= 0, block[np.where(trans >= 0, trans, 0)], -1)
-        new_block, new_count = _hash_ids(np.concatenate([block[:, None], succ.astype(np.int64)], axis=1))
-        block = new_block
-        if new_count == count:
-            if _is_congruence(trans, block, init):
-                return block, True
-            return _exact_refine(trans, init, None), True
-        count = new_count
-    return block, False
+    return _refine(trans, initial, max_rounds, deadline)[0]
 
 
 def canonical(dfa: Dfa) -> Dfa:
@@ -167,7 +145,7 @@ def minimize(dfa: Dfa, *, max_rounds: int = MAX_ROUNDS, deadline: float | None =
     """
     if dfa.num_states > MAX_STATES:
         return canonical(dfa)
-    block, stable = _moore(dfa.trans, dfa.accepting.astype(np.int64), max_rounds, deadline)
+    block, stable = _refine(dfa.trans, dfa.accepting.astype(np.int64), max_rounds, deadline)
     if not stable:
         return canonical(dfa)
     nblocks = int(block.max()) + 1

@@ -63,7 +63,6 @@ def token_table(vocab: Vocabulary) -> TokenTable:
 
 def _token_table(vocab: Vocabulary) -> TokenTable:
     flat, offsets = vocab.flat()
-    n = len(vocab.token_bytes)
     walkable = np.diff(offsets) > 0
     if vocab.special_ids:
         walkable[np.fromiter(vocab.special_ids, dtype=np.int64)] = False

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,16 +12,6 @@ from maskc.compiler.vocab import Vocabulary, byte_tokenizer
 os.environ.setdefault("COLUMNS", "120")
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--update-goldens", action="store_true", help="rewrite golden files")
-
-
-@pytest.fixture
-def update_goldens(request: pytest.FixtureRequest) -> bool:
-    return bool(request.config.getoption("--update-goldens"))
 
 
 @pytest.fixture(autouse=True)
@@ -57,31 +46,34 @@ def deepseek() -> Vocabulary:
 
 
 @pytest.fixture(scope="session")
-def smollm2() -> Vocabulary:
+def smollm2_path() -> Path:
     from tests.assets import smollm2_gguf
-
-    import maskc
 
     path = smollm2_gguf()
     if path is None:
         pytest.skip("SmolLM2 GGUF not available (run `python -m tests.assets` with network)")
-    return maskc.load_tokenizer(path)
+    return path
 
 
 @pytest.fixture(scope="session")
-def mistral_sp() -> Vocabulary:
+def mistral_path() -> Path:
     from tests.assets import mistral_sp_model
-
-    import maskc
 
     path = mistral_sp_model()
     if path is None:
         pytest.skip("Mistral SentencePiece model not available (run `python -m tests.assets` with network)")
-    return maskc.load_tokenizer(path)
+    return path
 
 
-@pytest.fixture
-def shared_dir() -> Iterator[Path]:
-    if not SHARED.is_dir():
-        pytest.skip("../shared is absent (a user's clone): corpus tests skipped")
-    yield SHARED
+@pytest.fixture(scope="session")
+def smollm2(smollm2_path: Path) -> Vocabulary:
+    import maskc
+
+    return maskc.load_tokenizer(smollm2_path)
+
+
+@pytest.fixture(scope="session")
+def mistral_sp(mistral_path: Path) -> Vocabulary:
+    import maskc
+
+    return maskc.load_tokenizer(mistral_path)

