@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from maskc.cli.commands import cache, compile, inspect
+from maskc.cli.commands import cache, check, compile, inspect, trace
 from maskc.cli.errors import EXIT_INTERNAL, report
 
 __all__ = ["app", "main"]
@@ -20,11 +20,13 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="The mask compiler for grammar-constrained decoding: JSON Schema, regex and choice "
     "lists → precomputed token-mask artifacts.",
-    epilog="Set MASKC_DEBUG=1 for tracebacks. Exit codes: 0 ok, 1 compile failures, "
-    "2 bad invocation or input, 3 internal error.",
+    epilog="Set MASKC_DEBUG=1 for tracebacks. Exit codes: 0 ok, 1 compile failures or a "
+    "failed check/trace, 2 bad invocation or input, 3 internal error.",
 )
 app.command("compile", epilog=compile.EPILOG)(compile.compile_command)
 app.command("inspect", epilog=inspect.EPILOG)(inspect.inspect_command)
+app.command("check", epilog=check.EPILOG)(check.check_command)
+app.command("trace", epilog=trace.EPILOG)(trace.trace_command)
 app.add_typer(cache.cache_app)
 
 

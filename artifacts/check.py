@@ -1,0 +1,319 @@
+"""``maskc check`` as a library: decode with a real model under the mask and beside it.
+
+For each prompt and sample the model decodes twice in one run: under the artifact's masks
+(constrained) and freely (the baseline), and optionally once more with the adversarial
+sampler. Every output is judged the same way: why it finished, whether it parses, whether
+it validates against the schema (jsonschema, formats included), and which length limits
+it broke. Two static facts frame the run: the schema's worst-case length (the ``auto``
+token budget) and the proof that whole tokens can always reach EOS.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import orjson
+import torch
+
+from maskc.artifacts.analysis import Adversary, LengthBound, Reachability, eos_reachability, worst_case_length
+from maskc.artifacts.artifact import Artifact
+from maskc.artifacts.decode import DecodeRun, LogitsSource, Output, decode
+from maskc.compiler.vocab import Vocabulary
+
+__all__ = [
+    "AUTO_TOKEN_CAP",
+    "UNBOUNDED_BUDGET",
+    "CheckReport",
+    "Judge",
+    "ModeReport",
+    "Verdict",
+    "default_prompt",
+    "resolve_budget",
+    "run_check",
+]
+
+AUTO_TOKEN_CAP = 4096
+"""``--max-tokens auto`` never exceeds this; a larger worst case is reported, not budgeted."""
+
+UNBOUNDED_BUDGET = 1024
+"""The ``auto`` budget of a grammar with no worst case (a loop): generous, and reported."""
+
+_LIMIT_KEYWORDS = ("maxLength", "maxItems")
+
+
+def default_prompt(artifact: Artifact, instruction: str | None = None) -> str:
+    """The user turn: an instruction, then the grammar the output must follow."""
+    kind, source = artifact.grammar_kind, artifact.metadata["grammar_source"]
+    if kind == "json_schema":
+        schema = orjson.dumps(orjson.loads(source), option=orjson.OPT_INDENT_2).decode()
+        ask = instruction or "Produce one JSON value that conforms to the JSON Schema below."
+        return f"{ask}\nReply with the JSON only: no prose, no code fences.\n\nJSON Schema:\n{schema}"
+    if kind == "choice":
+        options = "\n".join(f"- {c}" for c in orjson.loads(source))
+        ask = instruction or "Answer with exactly one of these options."
+        return f"{ask}\nReply with the option only.\n\nOptions:\n{options}"
+    ask = instruction or "Produce text that matches the regular expression below."
+    return f"{ask}\nReply with the matching text only.\n\nRegular expression:\n{source}"
+
+
+def resolve_budget(max_tokens: int | str, bound: LengthBound) -> tuple[int, str]:
+    """The token budget and a sentence saying where it came from."""
+    if max_tokens != "auto":
+        return int(max_tokens), "given"
+    if bound.max_tokens is None:
+        return UNBOUNDED_BUDGET, (f"unbounded grammar (after {bound.loop_prefix[-40:]!r} it can repeat "
+                                  f"{bound.loop[:40]!r} forever): capped at {UNBOUNDED_BUDGET}")
+    if bound.max_tokens > AUTO_TOKEN_CAP:
+        return AUTO_TOKEN_CAP, (f"worst case {bound.max_tokens:,} tokens exceeds the auto cap; "
+                                f"pass --max-tokens {bound.max_tokens} to budget all of it")
+    return bound.max_tokens, f"worst case: {bound.max_bytes:,} bytes + EOS"
+
+
+@dataclass(slots=True)
+class Verdict:
+    """How one output fared."""
+
+    text: str
+    tokens: int
+    finish: str
+    parsed: bool | None = None  # None: not a JSON grammar
+    valid: bool | None = None
+    grammar_ok: bool | None = None
+    errors: list[str] = field(default_factory=list)
+    limit_violations: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return (self.finish == "eos" and self.parsed is not False and self.valid is not False
+                and self.grammar_ok is not False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "tokens": self.tokens, "finish": self.finish, "parsed": self.parsed,
+                "valid": self.valid, "grammar_ok": self.grammar_ok, "errors": self.errors[:5],
+                "limit_violations": self.limit_violations}
+
+
+class Judge:
+    """Parses and validates outputs against the artifact's source schema (or its grammar)."""
+
+    def __init__(self, artifact: Artifact, vocab: Vocabulary) -> None:
+        self.artifact = artifact
+        self.vocab = vocab
+        self.validator: Any = None
+        if artifact.grammar_kind == "json_schema":
+            import jsonschema
+
+            schema = orjson.loads(artifact.metadata["grammar_source"])
+            cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+            self.validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+    def __call__(self, out: Output, *, constrained: bool) -> Verdict:
+        body = [t for t in out.tokens if t not in set(self.artifact.eos_token_ids)]
+        data = self.vocab.decode(body)
+        text = data.decode("utf-8", errors="replace")
+        v = Verdict(text, out.num_tokens, out.finish)
+        v.grammar_ok = self.artifact.dfa.accepts(data)
+        if self.validator is None:
+            return v
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError as e:
+            v.parsed, v.errors = False, [f"not JSON: {e}"]
+            return v
+        v.parsed = True
+        errors = sorted(self.validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+        v.valid = not errors
+        for e in errors:
+            where = "/" + "/".join(str(p) for p in e.absolute_path)
+            v.errors.append(f"{where}: {e.message[:160]}")
+            if e.validator in _LIMIT_KEYWORDS:
+                v.limit_violations[str(e.validator)] = v.limit_violations.get(str(e.validator), 0) + 1
+        return v
+
+
+@dataclass(slots=True)
+class ModeReport:
+    """The outputs of one decoding mode, judged and timed."""
+
+    mode: str  # constrained | unconstrained | adversarial
+    verdicts: list[Verdict]
+    steps: int
+    model_seconds: float
+    mask_seconds: float
+    wall_seconds: float
+    forced_bytes: int
+    output_bytes: int
+
+    @property
+    def n(self) -> int:
+        return len(self.verdicts)
+
+    @property
+    def finish(self) -> dict[str, int]:
+        return dict(Counter(v.finish for v in self.verdicts))
+
+    @property
+    def failures(self) -> int:
+        return sum(not v.passed for v in self.verdicts)
+
+    def to_json(self) -> dict[str, Any]:
+        vs = self.verdicts
+        toks = [v.tokens for v in vs]
+        limits: Counter[str] = Counter()
+        for v in vs:
+            limits.update(v.limit_violations)
+        return {
+            "mode": self.mode,
+            "outputs": self.n,
+            "finish": self.finish,
+            "json_failures": sum(v.parsed is False for v in vs),
+            "schema_failures": sum(v.valid is False for v in vs),
+            "grammar_failures": sum(v.grammar_ok is False for v in vs),
+            "limit_violations": {k: limits.get(k, 0) for k in _LIMIT_KEYWORDS},
+            "failures": self.failures,
+            "failure_rate": self.failures / self.n if self.n else 0.0,
+            "tokens_mean": float(np.mean(toks)) if toks else 0.0,
+            "tokens_max": max(toks, default=0),
+            "tokens_per_second": sum(toks) / self.wall_seconds if self.wall_seconds else 0.0,
+            "mask_ms_per_step": 1e3 * self.mask_seconds / self.steps if self.steps else 0.0,
+            "model_ms_per_step": 1e3 * self.model_seconds / self.steps if self.steps else 0.0,
+            "forced_byte_share": self.forced_bytes / self.output_bytes if self.output_bytes else 0.0,
+            "samples": [v.to_json() for v in vs],
+        }
+
+
+@dataclass(slots=True)
+class CheckReport:
+    """Everything ``maskc check`` found; ``passed`` decides the exit code."""
+
+    budget: int
+    budget_reason: str
+    bound: LengthBound
+    reachability: Reachability
+    modes: list[ModeReport]
+    prompts: list[str]
+    baseline_budget: int | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.reachability.proved and all(
+            m.failures == 0 for m in self.modes if m.mode != "unconstrained")
+
+    def mode(self, name: str) -> ModeReport | None:
+        return next((m for m in self.modes if m.mode == name), None)
+
+    def to_json(self, vocab: Vocabulary) -> dict[str, Any]:
+        r = self.reachability
+        return {
+            "passed": self.passed,
+            "budget": {"max_tokens": self.budget, "reason": self.budget_reason,
+                       "baseline_max_tokens": self.baseline_budget,
+                       "worst_case_bytes": self.bound.max_bytes,
+                       "loop_prefix": None if self.bound.bounded else self.bound.loop_prefix.decode("utf-8", "replace"),
+                       "loop": None if self.bound.bounded else self.bound.loop.decode("utf-8", "replace")},
+            "eos_reachability": {
+                "proved": r.proved, "method": r.method, "states": r.states, "detail": r.detail,
+                "counterexample": None if r.counterexample is None else {
+                    "token_ids": list(r.counterexample),
+                    "text": vocab.decode(r.counterexample).decode("utf-8", "replace")},
+            },
+            "prompts": self.prompts,
+            "modes": {m.mode: m.to_json() for m in self.modes},
+        }
+
+
+def _run_mode(
+    mode: str,
+    source_factory: Callable[[], LogitsSource],
+    prompt_ids: Sequence[Sequence[int]],
+    *,
+    artifact: Artifact,
+    vocab: Vocabulary,
+    eos_ids: Sequence[int],
+    budget: int,
+    batch: int,
+    temperature: float,
+    seed: int,
+    adversary: Adversary | None,
+    judge: Judge,
+    progress: Callable[[int], None] | None,
+) -> ModeReport:
+    gen = torch.Generator().manual_seed(seed)
+    runs: list[DecodeRun] = []
+    for lo in range(0, len(prompt_ids), batch):
+        chunk = prompt_ids[lo:lo + batch]
+        runs.append(decode(source_factory(), chunk, artifact=None if mode == "unconstrained" else artifact,
+                           eos_ids=eos_ids, token_bytes=vocab.token_bytes, max_tokens=budget,
+                           temperature=0.0 if mode == "adversarial" else temperature,
+                           generator=gen, adversary=adversary))
+        if progress is not None:
+            progress(len(chunk))
+    outputs = [o for r in runs for o in r.outputs]
+    verdicts = [judge(o, constrained=mode != "unconstrained") for o in outputs]
+    eos = set(eos_ids)
+    out_bytes = sum(len(vocab.decode([t for t in o.tokens if t not in eos])) for o in outputs)
+    return ModeReport(mode, verdicts, sum(r.steps for r in runs), sum(r.model_seconds for r in runs),
+                      sum(r.mask_seconds for r in runs), sum(r.wall_seconds for r in runs),
+                      sum(o.forced_bytes for o in outputs), out_bytes)
+
+
+def run_check(
+    artifact: Artifact,
+    vocab: Vocabulary,
+    source_factory: Callable[[], LogitsSource],
+    prompts: Sequence[str],
+    encode_prompt: Callable[[str], list[int]],
+    *,
+    eos_ids: Sequence[int],
+    samples: int = 4,
+    temperature: float = 0.7,
+    max_tokens: int | str = "auto",
+    batch: int = 8,
+    seed: int = 0,
+    adversarial: bool = False,
+    baseline: bool = True,
+    baseline_tokens: int | None = None,
+    progress: Callable[[str, int], None] | None = None,
+) -> CheckReport:
+    """Decode ``samples`` outputs per prompt in each mode and judge them.
+
+    Args:
+        artifact: The compiled grammar (its tokenizer attached).
+        vocab: The model's vocabulary (the artifact's tokenizer).
+        source_factory: A fresh :class:`LogitsSource` per batch (the model).
+        prompts: User-turn texts; ``encode_prompt`` turns one into token ids.
+        eos_ids: The model's end tokens.
+        max_tokens: A budget, or ``auto`` (the schema's worst case; see :func:`resolve_budget`).
+        adversarial: Also decode once per prompt with the adversarial sampler.
+        baseline: Also decode unconstrained.
+        baseline_tokens: The baseline's budget (default: the same as the constrained one).
+        progress: Called as ``progress(mode, sequences_done)``.
+    """
+    bound = worst_case_length(artifact.dfa)
+    budget, reason = resolve_budget(max_tokens, bound)
+    reach = eos_reachability(artifact, vocab)
+    judge = Judge(artifact, vocab)
+    ids = [encode_prompt(p) for p in prompts]
+    sampled = [p for p in ids for _ in range(samples)]
+    modes: list[ModeReport] = []
+    plan: list[tuple[str, Sequence[Sequence[int]]]] = [("constrained", sampled)]
+    if baseline:
+        plan.append(("unconstrained", sampled))
+    if adversarial:
+        plan.append(("adversarial", ids))
+    adversary = Adversary(artifact, vocab, bound) if adversarial else None
+    for mode, pids in plan:
+        def tick(n: int, mode: str = mode) -> None:
+            if progress is not None:
+                progress(mode, n)
+        modes.append(_run_mode(mode, source_factory, pids, artifact=artifact, vocab=vocab, eos_ids=eos_ids,
+                               budget=(baseline_tokens or budget) if mode == "unconstrained" else budget,
+                               batch=batch, temperature=temperature, seed=seed,
+                               adversary=adversary if mode == "adversarial" else None, judge=judge,
+                               progress=tick))
+    return CheckReport(budget, reason, bound, reach, modes, list(prompts),
+                       (baseline_tokens or budget) if baseline else None)
