@@ -229,6 +229,10 @@ def load_model(spec: str, *, device: str = "auto", tokenizer: Vocabulary | None 
     dtype = _dtype_for(dev)
     path = Path(spec).expanduser()
     gguf = path if path.is_file() and path.suffix == ".gguf" else _gguf_in(path) if path.is_dir() else None
+    if not path.exists() and (spec.endswith((".gguf", ".safetensors")) or spec.startswith((".", "/", "~"))
+                              or spec.count("/") != 1):
+        raise ModelError(f"no such model file or folder: {spec}",
+                         hint="pass a Hugging Face model folder, a .gguf file or a hub id org/name")
     if path.exists() and gguf is None and not path.is_dir():
         raise ModelError(f"{spec} is neither a model folder nor a .gguf file",
                          hint="pass a Hugging Face model folder, a .gguf file or a hub id")
