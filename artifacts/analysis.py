@@ -215,8 +215,9 @@ class Reachability:
 
 
 def _bits(row: NDArray[np.int32], ids: NDArray[np.int64]) -> NDArray[np.bool_]:
-    words = row.view(np.uint32)[ids >> 5]
-    return ((words >> (ids & 31).astype(np.uint32)) & 1).astype(np.bool_)
+    words: NDArray[np.uint32] = row.view(np.uint32)[ids >> 5]
+    bits: NDArray[np.bool_] = ((words >> (ids & 31).astype(np.uint32)) & 1).astype(np.bool_)
+    return bits
 
 
 def _single_byte_proof(artifact: Artifact, vocab: Vocabulary) -> bool:

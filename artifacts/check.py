@@ -125,13 +125,13 @@ class Judge:
             v.parsed, v.errors = False, [f"not JSON: {e}"]
             return v
         v.parsed = True
-        errors = sorted(self.validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+        errors = sorted(self.validator.iter_errors(value), key=lambda err: list(err.absolute_path))
         v.valid = not errors
-        for e in errors:
-            where = "/" + "/".join(str(p) for p in e.absolute_path)
-            v.errors.append(f"{where}: {e.message[:160]}")
-            if e.validator in _LIMIT_KEYWORDS:
-                v.limit_violations[str(e.validator)] = v.limit_violations.get(str(e.validator), 0) + 1
+        for err in errors:
+            where = "/" + "/".join(str(p) for p in err.absolute_path)
+            v.errors.append(f"{where}: {err.message[:160]}")
+            if err.validator in _LIMIT_KEYWORDS:
+                v.limit_violations[str(err.validator)] = v.limit_violations.get(str(err.validator), 0) + 1
         return v
 
 

@@ -134,7 +134,8 @@ class ModelSource:
         out = self.loaded.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True,
                                 **self._extra)
         self._past, self._mask, self._pos = self._cache_of(out), mask, pos[:, -1:]
-        return out.logits[:, -1, :].float()
+        logits: torch.Tensor = out.logits[:, -1, :].float()
+        return logits
 
     @torch.inference_mode()
     def step(self, tokens: torch.Tensor) -> torch.Tensor:
@@ -146,7 +147,8 @@ class ModelSource:
                                 position_ids=self._pos, use_cache=True,
                                 **{self._cache_kw: self._past}, **self._extra)
         self._past = self._cache_of(out)
-        return out.logits[:, -1, :].float()
+        logits: torch.Tensor = out.logits[:, -1, :].float()
+        return logits
 
 
 def _transformers() -> Any:
@@ -236,6 +238,7 @@ def load_model(spec: str, *, device: str = "auto", tokenizer: Vocabulary | None 
     if path.exists() and gguf is None and not path.is_dir():
         raise ModelError(f"{spec} is neither a model folder nor a .gguf file",
                          hint="pass a Hugging Face model folder, a .gguf file or a hub id")
+    kwargs: dict[str, Any]
     if gguf is not None:
         folder = model_cache_dir(gguf)
         how = "gguf (cache hit)"
