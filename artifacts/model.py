@@ -176,8 +176,11 @@ def _gguf_in(folder: Path) -> Path | None:
 
 
 def model_cache_dir(gguf: Path) -> Path:
-    """Where the dequantized copy of a GGUF file lives (keyed by the file's sha256)."""
-    return cache_root() / "models" / f"{_sha256(gguf)[:24]}-{gguf.stem}"
+    """Where the dequantized copy of a GGUF file lives, keyed by the file's sha256:
+    ``$MASKC_MODEL_CACHE_DIR``, else ``models/`` under the artifact cache."""
+    env = os.environ.get("MASKC_MODEL_CACHE_DIR")
+    root = Path(env).expanduser() if env else cache_root() / "models"
+    return root / f"{_sha256(gguf)[:24]}-{gguf.stem}"
 
 
 def _dequantize(gguf: Path, dest: Path, dtype: torch.dtype) -> None:
@@ -204,7 +207,9 @@ def _dequantize(gguf: Path, dest: Path, dtype: torch.dtype) -> None:
         model.generation_config.save_pretrained(tmp)
         tok.save_pretrained(tmp)
         (tmp / _MARKER).write_text(json.dumps({"gguf": gguf.name, "sha256": _sha256(gguf)}))
-        if dest.exists():
+        if (dest / _MARKER).exists():  # another process finished first: keep its copy
+            return
+        if dest.exists():  # a partial copy from a crash
             shutil.rmtree(dest)
         os.replace(tmp, dest)
     except OSError as e:

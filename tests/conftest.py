@@ -14,6 +14,13 @@ os.environ.setdefault("COLUMNS", "120")
 REPO = Path(__file__).resolve().parent.parent
 
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # workers share the cores: one torch thread each avoids oversubscribing them
+    import torch
+
+    torch.set_num_threads(1)
+
+
 @pytest.fixture(autouse=True)
 def _tmp_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MASKC_CACHE_DIR", str(tmp_path_factory.mktemp("maskc-cache")))

@@ -29,16 +29,13 @@ SMALL = {"type": "object", "properties": {"ok": {"type": "boolean"},
          "required": ["ok", "n"]}
 
 
-@pytest.fixture(scope="session")
-def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("model-cache")
-
-
 @pytest.fixture
-def shared_cache(model_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """One cache for the session, so the GGUF file is dequantized once per test worker."""
-    monkeypatch.setenv("MASKC_CACHE_DIR", str(model_cache))
-    yield model_cache
+def shared_cache(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Dequantized weights next to the test assets, shared by workers and runs (artifacts
+    stay in each test's own cache)."""
+    root = REPO / "tests" / ".assets" / "models"
+    monkeypatch.setenv("MASKC_MODEL_CACHE_DIR", str(root))
+    yield root
 
 
 @pytest.fixture
