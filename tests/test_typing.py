@@ -40,6 +40,11 @@ def test_layering_compiler_and_loader_import_without_torch_typer_rich() -> None:
         "from maskc.compiler.vocab import byte_tokenizer\n"
         "art = maskc.compile_json_schema({'type': 'boolean'}, byte_tokenizer())\n"
         "m = art.matcher(); assert m.accept_token(ord('t'))\n"
+        "from maskc.artifacts.analysis import eos_reachability, worst_case_length\n"
+        "assert worst_case_length(art.dfa).max_bytes == 5\n"
+        "assert eos_reachability(art, byte_tokenizer()).proved\n"
+        "from maskc.artifacts.trace import trace_text\n"
+        "assert trace_text(art, byte_tokenizer(), 'true').finish == 'eos'\n"
         "print('ok')\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
