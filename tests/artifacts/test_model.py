@@ -160,3 +160,11 @@ def test_check_and_logits_processor_on_cuda(smollm2_path: Path, shared_cache: Pa
                        "--device", "cuda", "--adversarial")
     assert code == 0 and doc["model"]["device"].startswith("cuda")
     assert doc["modes"]["constrained"]["finish"] == {"eos": 8}
+
+
+def test_check_refuses_an_artifact_built_for_another_tokenizer(smollm2_path: Path, shared_cache: Path,
+                                                                tmp_path: Path, deepseek: maskc.Vocabulary) -> None:
+    path = maskc.compile_json_schema(SMALL, deepseek).save(tmp_path / "small.safetensors")
+    r = runner.invoke(app, ["check", str(path), "--model", str(smollm2_path), "--device", "cpu"])
+    assert r.exit_code == 2
+    assert "recompile" in r.output and "Traceback" not in r.output
