@@ -42,6 +42,9 @@ class LogitsSource(Protocol):
         """Append one token per sequence (long ``[batch]``); logits for the next one."""
         ...
 
+    # Optional: ``select(rows) -> bool`` keeps only these rows of the batch (finished
+    # sequences leave it); False when the source cannot, and then nothing changed.
+
 
 class FixedLogits:
     """The same logits at every step, for every sequence: small examples without a model."""
@@ -57,6 +60,10 @@ class FixedLogits:
 
     def step(self, tokens: torch.Tensor) -> torch.Tensor:
         return self.row.expand(self._batch, -1).clone()
+
+    def select(self, rows: Sequence[int]) -> bool:
+        self._batch = len(rows)
+        return True
 
 
 @dataclass(slots=True)
@@ -138,7 +145,9 @@ def decode(
     eos_fill = int(min(eos)) if eos else 0
     outputs = [Output() for _ in range(batch)]
     matchers: list[Matcher] = [artifact.matcher() for _ in range(batch)] if artifact is not None else []
-    live = list(range(batch))
+    select = getattr(source, "select", None)
+    rows = list(range(batch))  # the sequence behind each row of the source's batch
+    live = list(range(batch))  # rows still generating
     t0 = time.perf_counter()
     logits = source.start(prompts)
     device = logits.device
@@ -150,17 +159,17 @@ def decode(
     while live and steps < max_tokens:
         steps += 1
         raw = logits.float()
-        picks = torch.full((batch,), eos_fill, dtype=torch.long)
+        picks = torch.full((len(rows),), eos_fill, dtype=torch.long)
         t0 = time.perf_counter()
         forced: dict[int, bytes] = {}
         allowed: dict[int, NDArray[np.int64]] = {}
         if artifact is not None:
             assert bitmask is not None
-            for i in live:
-                matchers[i].fill_next_token_bitmask(bitmask, i)
-                forced[i] = matchers[i].find_jump_forward_bytes()
+            for p in live:
+                matchers[rows[p]].fill_next_token_bitmask(bitmask, p)
+                forced[p] = matchers[rows[p]].find_jump_forward_bytes()
             masked = raw.clone()
-            apply_token_bitmask_inplace(masked, bitmask)
+            apply_token_bitmask_inplace(masked, bitmask[: len(rows)])
             _sync(device)
         else:
             masked = raw
@@ -169,32 +178,31 @@ def decode(
         raw_host = raw.cpu() if (observe is not None or adversary is not None) else host
         finite = torch.isfinite(host).any(dim=1)
         if temperature > 0:
-            probs = torch.softmax(host / temperature, dim=-1)
-            probs = torch.nan_to_num(probs, nan=0.0)
-            safe = probs.sum(dim=1) > 0
-            probs[~safe, 0] = 1.0
+            probs = torch.nan_to_num(torch.softmax(host / temperature, dim=-1), nan=0.0)
+            probs[probs.sum(dim=1) <= 0, 0] = 1.0  # rows with nothing allowed (reported as dead)
             sampled = torch.multinomial(probs, 1, generator=generator).squeeze(1)
         else:
             sampled = host.argmax(dim=1)
         t0 = time.perf_counter()
         still: list[int] = []
-        for i in live:
+        for p in live:
+            i = rows[p]
             out = outputs[i]
-            if artifact is not None and not bool(finite[i]):
+            if artifact is not None and not bool(finite[p]):
                 out.finish = "dead"
                 continue
-            tok = int(sampled[i])
+            tok = int(sampled[p])
             if artifact is not None and (adversary is not None or observe is not None):
-                allowed[i] = matchers[i].allowed_token_ids()
+                allowed[p] = matchers[i].allowed_token_ids()
             if adversary is not None and artifact is not None:
-                tok = adversary.choose(matchers[i].state, allowed[i], raw_host[i].numpy())
+                tok = adversary.choose(matchers[i].state, allowed[p], raw_host[p].numpy())
                 if tok < 0:
                     out.finish = "dead"
                     continue
             if observe is not None:
                 state = matchers[i].state if artifact is not None else None
-                observe(i, Step(len(out.tokens), state, raw_host[i].numpy(), allowed.get(i), tok,
-                                forced.get(i, b"")))
+                observe(i, Step(len(out.tokens), state, raw_host[p].numpy(), allowed.get(p), tok,
+                                forced.get(p, b"")))
             if artifact is not None and not matchers[i].accept_token(tok):
                 out.finish, out.rejected_token = "rejected", tok
                 continue
@@ -202,16 +210,21 @@ def decode(
             if tok in eos:
                 out.finish = "eos"
                 continue
-            if forced.get(i):
+            if forced.get(p):
                 data = token_bytes[tok] if tok < len(token_bytes) else b""
-                out.forced_bytes += min(len(forced[i]), len(data))
-            picks[i] = tok
-            still.append(i)
-        mask_s += time.perf_counter() - t0 if artifact is not None else 0.0
-        live = still
-        if not live or steps >= max_tokens:
+                out.forced_bytes += min(len(forced[p]), len(data))
+            picks[p] = tok
+            still.append(p)
+        if artifact is not None:
+            mask_s += time.perf_counter() - t0
+        if not still or steps >= max_tokens:
             break
         t0 = time.perf_counter()
+        if len(still) < len(rows) and select is not None and select(still):
+            # finished sequences leave the batch (and the KV cache): later steps cost less
+            rows, picks, live = [rows[p] for p in still], picks[still], list(range(len(still)))
+        else:
+            live = still
         logits = source.step(picks.to(device))
         _sync(device)
         model_s += time.perf_counter() - t0

@@ -137,6 +137,16 @@ class ModelSource:
         logits: torch.Tensor = out.logits[:, -1, :].float()
         return logits
 
+    def select(self, rows: Sequence[int]) -> bool:
+        """Keep only these rows of the batch, KV cache included (False if the cache can't)."""
+        pick = getattr(self._past, "batch_select_indices", None)
+        if pick is None or self._mask is None or self._pos is None:
+            return False
+        idx = torch.tensor(list(rows), dtype=torch.long, device=self.loaded.device)
+        pick(idx)
+        self._mask, self._pos = self._mask[idx], self._pos[idx]
+        return True
+
     @torch.inference_mode()
     def step(self, tokens: torch.Tensor) -> torch.Tensor:
         assert self._mask is not None and self._pos is not None

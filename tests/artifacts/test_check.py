@@ -204,3 +204,48 @@ def test_check_usage_errors_exit_2(tmp_path: Path) -> None:
         r = runner.invoke(app, args)
         assert r.exit_code == 2, (args, r.output)
         assert "Traceback" not in r.output
+
+
+class _Counter:
+    """A fake model: each row counts up from its prompt's last token and says EOS at 'z'.
+
+    Its state is per row, so a batch that drops finished rows (``select``) must keep every
+    surviving row's history attached to the right sequence.
+    """
+
+    def __init__(self, vocab: Vocabulary, *, can_select: bool) -> None:
+        self.vocab, self.width, self.calls = vocab, vocab.vocab_size, []
+        self.eos = vocab.eos_ids[0]
+        if not can_select:
+            self.select = None  # type: ignore[assignment]
+
+    def _logits(self) -> torch.Tensor:
+        out = torch.full((len(self.last), self.width), -1.0)
+        for r, t in enumerate(self.last):
+            out[r, self.eos if t >= ord("z") else t + 1] = 1.0
+        return out
+
+    def start(self, prompts: list[list[int]]) -> torch.Tensor:
+        self.last = [p[-1] for p in prompts]
+        return self._logits()
+
+    def step(self, tokens: torch.Tensor) -> torch.Tensor:
+        self.last = [int(t) for t in tokens]
+        return self._logits()
+
+    def select(self, rows: list[int]) -> bool:
+        self.calls.append(list(rows))
+        self.last = [self.last[r] for r in rows]
+        return True
+
+
+@pytest.mark.parametrize("can_select", [True, False])
+def test_finished_rows_leave_the_batch_without_mixing_sequences(byte_vocab: Vocabulary, can_select: bool) -> None:
+    src = _Counter(byte_vocab, can_select=can_select)
+    prompts = [[ord("x")], [ord("p")], [ord("v")]]
+    run = decode(src, prompts, artifact=None, eos_ids=byte_vocab.eos_ids, token_bytes=byte_vocab.token_bytes,
+                 max_tokens=50)
+    texts = [byte_vocab.decode(o.tokens) for o in run.outputs]
+    assert texts == [b"yz", b"qrstuvwxyz", b"wxyz"]
+    assert all(o.finish == "eos" for o in run.outputs)
+    assert src.calls == ([[1, 2], [0]] if can_select else [])

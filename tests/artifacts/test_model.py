@@ -168,3 +168,27 @@ def test_check_refuses_an_artifact_built_for_another_tokenizer(smollm2_path: Pat
     r = runner.invoke(app, ["check", str(path), "--model", str(smollm2_path), "--device", "cpu"])
     assert r.exit_code == 2
     assert "recompile" in r.output and "Traceback" not in r.output
+
+
+def test_dropping_finished_rows_keeps_greedy_outputs(smol: LoadedModel) -> None:
+    from maskc.artifacts.check import default_prompt
+    from maskc.artifacts.decode import decode
+
+    art = maskc.compile_json_schema(json.loads((SAMPLES / "tool_call_get_weather.json").read_text()), smol.vocab)
+    prompts = [smol.chat_prompt(default_prompt(art, p)) for p in ("Weather in Oslo?", "Lisbon, in fahrenheit", "x")]
+
+    class Plain:  # the same model without ``select``: every row stays to the end
+        def __init__(self) -> None:
+            self.inner = smol.source_for()
+            self.width = self.inner.width
+
+        def start(self, p: list[list[int]]) -> torch.Tensor:
+            return self.inner.start(p)
+
+        def step(self, t: torch.Tensor) -> torch.Tensor:
+            return self.inner.step(t)
+
+    runs = [decode(src, prompts, artifact=art, eos_ids=smol.eos_ids, token_bytes=smol.vocab.token_bytes,
+                   max_tokens=80) for src in (smol.source_for(), Plain())]
+    assert [o.tokens for o in runs[0].outputs] == [o.tokens for o in runs[1].outputs]
+    assert len({o.num_tokens for o in runs[0].outputs}) > 1  # rows really finished at different steps
