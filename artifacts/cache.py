@@ -77,3 +77,26 @@ class ArtifactCache:
             except OSError as e:
                 raise ArtifactError(f"cannot remove cache entry {p}: {e.strerror or e}") from e
         return n
+
+
+MODEL_MARKER = "maskc-model.json"
+"""Written last into a dequantized model folder: its presence means the copy is complete."""
+
+
+def model_cache_root() -> Path:
+    """``$MASKC_MODEL_CACHE_DIR``, else ``models/`` under the artifact cache."""
+    env = os.environ.get("MASKC_MODEL_CACHE_DIR")
+    return Path(env).expanduser() if env else cache_root() / "models"
+
+
+def cached_models(root: Path | None = None) -> list[Path]:
+    """Complete dequantized model folders (partial ones from a crash are left out)."""
+    base = root or model_cache_root()
+    if not base.is_dir():
+        return []
+    return sorted(p for p in base.iterdir() if (p / MODEL_MARKER).is_file())
+
+
+def folder_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+

@@ -171,9 +171,9 @@ def decode(
             masked = raw.clone()
             apply_token_bitmask_inplace(masked, bitmask[: len(rows)])
             _sync(device)
+            mask_s += time.perf_counter() - t0
         else:
             masked = raw
-        mask_s += time.perf_counter() - t0
         host = masked.cpu()
         raw_host = raw.cpu() if (observe is not None or adversary is not None) else host
         finite = torch.isfinite(host).any(dim=1)

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from maskc.artifacts.cache import cache_root
+from maskc.artifacts.cache import MODEL_MARKER, model_cache_root
 from maskc.compiler.errors import InputError, TokenizerError
 from maskc.compiler.tokenizer import load_tokenizer
 from maskc.compiler.vocab import Vocabulary
@@ -31,7 +31,7 @@ __all__ = ["LoadedModel", "ModelError", "ModelSource", "load_model", "resolve_de
 
 log = logging.getLogger("maskc.model")
 
-_MARKER = "maskc-model.json"
+_MARKER = MODEL_MARKER
 
 
 class ModelError(InputError):
@@ -188,9 +188,7 @@ def _gguf_in(folder: Path) -> Path | None:
 def model_cache_dir(gguf: Path) -> Path:
     """Where the dequantized copy of a GGUF file lives, keyed by the file's sha256:
     ``$MASKC_MODEL_CACHE_DIR``, else ``models/`` under the artifact cache."""
-    env = os.environ.get("MASKC_MODEL_CACHE_DIR")
-    root = Path(env).expanduser() if env else cache_root() / "models"
-    return root / f"{_sha256(gguf)[:24]}-{gguf.stem}"
+    return model_cache_root() / f"{_sha256(gguf)[:24]}-{gguf.stem}"
 
 
 def _dequantize(gguf: Path, dest: Path, dtype: torch.dtype) -> None:

@@ -264,12 +264,29 @@ def test_cache_commands(schema_dir: Path, vocab: str, tmp_path: Path) -> None:
     assert json.loads(invoke("cache", "ls", "--json").stdout)["entries"] == []
 
 
+def test_cache_lists_and_clears_dequantized_models(tmp_path: Path) -> None:
+    models = tmp_path / "cache" / "models"
+    done, partial = models / "0123abcd-SmolLM2", models / "4567ef01-Broken"
+    for d in (done, partial):
+        d.mkdir(parents=True)
+        (d / "model.safetensors").write_bytes(b"x" * 1000)
+    (done / "maskc-model.json").write_text("{}")
+    listing = json.loads(invoke("cache", "ls", "--json").stdout)
+    assert [m["path"] for m in listing["models"]] == [str(done)]  # a crash's partial copy is not a model
+    assert listing["models"][0]["bytes"] == 1002 and listing["models"][0]["tokenizer"] == "SmolLM2"
+    assert "1 dequantized model" in invoke("cache", "ls").stdout
+    assert json.loads(invoke("cache", "clear", "--json").stdout)["models_removed"] == 0
+    assert done.exists()
+    assert json.loads(invoke("cache", "clear", "--models", "--json").stdout)["models_removed"] == 1
+    assert not done.exists() and json.loads(invoke("cache", "ls", "--json").stdout)["models"] == []
+
+
 def test_help_lists_commands_and_examples() -> None:
     result = invoke("--help")
     assert result.exit_code == 0
-    for command in ("compile", "inspect", "cache"):
+    for command in ("compile", "inspect", "check", "trace", "cache"):
         assert command in result.stdout
-    for args in (["compile"], ["inspect"], ["cache", "ls"]):
+    for args in (["compile"], ["inspect"], ["check"], ["trace"], ["cache", "ls"]):
         assert "Examples" in invoke(*args, "--help").stdout
 
 
