@@ -27,7 +27,7 @@ from maskc.compiler.errors import InputError, TokenizerError
 from maskc.compiler.tokenizer import load_tokenizer
 from maskc.compiler.vocab import Vocabulary
 
-__all__ = ["LoadedModel", "ModelError", "ModelSource", "load_model", "resolve_device"]
+__all__ = ["LoadedModel", "ModelError", "ModelSource", "load_model", "quiet_transformers", "resolve_device"]
 
 log = logging.getLogger("maskc.model")
 
@@ -168,6 +168,13 @@ def _transformers() -> Any:
         raise ModelError("loading a model needs transformers",
                          hint="pip install 'maskc[torch]'") from e
     return transformers
+
+
+def quiet_transformers() -> None:
+    """Silence transformers' progress bars and warnings (the CLI reports loading itself)."""
+    tf = _transformers()
+    tf.utils.logging.disable_progress_bar()
+    tf.utils.logging.set_verbosity_error()
 
 
 def _sha256(path: Path) -> str:

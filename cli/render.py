@@ -158,7 +158,7 @@ def _choice(c: dict[str, Any] | None, with_logit: bool = True) -> Text:
         return Text("–", style="dim")
     t = Text(show_token(c["token"]))
     if with_logit and c["logit"] is not None:
-        t.append(f" {c['logit']:g}", style="dim")
+        t.append(" " + f"{c['logit']:.2f}".rstrip("0").rstrip("."), style="dim")
     return t
 
 

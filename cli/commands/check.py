@@ -108,7 +108,7 @@ def check_command(
 ) -> None:
     """Decode with a model under the mask and without it; report termination and validity."""
     from maskc.artifacts.check import default_prompt, run_check
-    from maskc.artifacts.model import load_model
+    from maskc.artifacts.model import load_model, quiet_transformers
 
     if not model:
         raise InputError("--model SPEC is required (a model folder, a .gguf file, or a hub id)")
@@ -117,6 +117,7 @@ def check_command(
     budget = _budget(max_tokens)
     out = Output(resolve_format(fmt, json_flag))
     instructions: list[str | None] = list(read_prompts(prompts)) if prompts is not None else [prompt]
+    quiet_transformers()
     loaded = load_model(model, device=device)
     art = load_grammar(grammar, regex, loaded.vocab, whitespace=whitespace, lenient=lenient, cache=not no_cache)
     texts = [default_prompt(art, p) for p in instructions]

@@ -88,8 +88,9 @@ def trace_command(
     out = Output("json" if fmt == "jsonl" else fmt)
     loaded = None
     if model is not None:
-        from maskc.artifacts.model import load_model
+        from maskc.artifacts.model import load_model, quiet_transformers
 
+        quiet_transformers()
         vocab = maskc.load_tokenizer(tokenizer) if tokenizer is not None else None
         loaded = load_model(model, device=device, tokenizer=vocab)
         vocab = loaded.vocab
