@@ -111,7 +111,7 @@ class Judge:
             cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
             self.validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
 
-    def __call__(self, out: Output, *, constrained: bool) -> Verdict:
+    def __call__(self, out: Output) -> Verdict:
         body = [t for t in out.tokens if t not in set(self.artifact.eos_token_ids)]
         data = self.vocab.decode(body)
         text = data.decode("utf-8", errors="replace")
@@ -253,7 +253,7 @@ def _run_mode(
         if progress is not None:
             progress(len(chunk))
     outputs = [o for r in runs for o in r.outputs]
-    verdicts = [judge(o, constrained=mode != "unconstrained") for o in outputs]
+    verdicts = [judge(o) for o in outputs]
     eos = set(eos_ids)
     out_bytes = sum(len(vocab.decode([t for t in o.tokens if t not in eos])) for o in outputs)
     return ModeReport(mode, verdicts, sum(r.steps for r in runs), sum(r.model_seconds for r in runs),

@@ -148,7 +148,7 @@ def test_judge_names_length_violations(byte_vocab: Vocabulary) -> None:
     judge = Judge(art, byte_vocab)
 
     def verdict(text: str, finish: str = "eos") -> object:
-        return judge(Output(byte_vocab.encode(text), finish), constrained=False)
+        return judge(Output(byte_vocab.encode(text), finish))
 
     v = verdict('{"s":"toolong","l":[1,2]}')
     assert v.parsed and v.valid is False and v.limit_violations == {"maxLength": 1, "maxItems": 1}
@@ -162,8 +162,8 @@ def test_judge_names_length_violations(byte_vocab: Vocabulary) -> None:
 def test_judge_checks_formats(byte_vocab: Vocabulary) -> None:
     art = maskc.compile_json_schema({"type": "string", "format": "date"}, byte_vocab)
     judge = Judge(art, byte_vocab)
-    assert judge(Output(byte_vocab.encode('"2024-02-30"'), "eos"), constrained=False).valid is False
-    assert judge(Output(byte_vocab.encode('"2024-02-28"'), "eos"), constrained=False).valid is True
+    assert judge(Output(byte_vocab.encode('"2024-02-30"'), "eos")).valid is False
+    assert judge(Output(byte_vocab.encode('"2024-02-28"'), "eos")).valid is True
 
 
 def test_default_prompt_shows_the_grammar(byte_vocab: Vocabulary) -> None:
