@@ -24,10 +24,6 @@ from maskc.artifacts.torch import allocate_token_bitmask, apply_token_bitmask_in
 
 __all__ = ["DecodeRun", "FixedLogits", "LogitsSource", "Output", "Step", "decode"]
 
-#: Why a sequence stopped: EOS, the token budget, a state where the mask allowed nothing,
-#: or (constrained only, never expected) a picked token the matcher refused.
-FINISH_REASONS = ("eos", "length", "dead", "rejected")
-
 
 class LogitsSource(Protocol):
     """Next-token logits for a batch of sequences."""
@@ -80,7 +76,12 @@ class Step:
 
 @dataclass(slots=True)
 class Output:
-    """One generated sequence."""
+    """One generated sequence.
+
+    ``finish`` says why it stopped: ``eos``; ``length`` (the token budget); ``dead`` (a state
+    where the mask allowed nothing); ``rejected`` (a picked token the matcher refused: never
+    expected under a mask).
+    """
 
     tokens: list[int] = field(default_factory=list)
     finish: str = "length"
@@ -101,10 +102,6 @@ class DecodeRun:
     model_seconds: float
     mask_seconds: float
     wall_seconds: float
-
-    @property
-    def tokens(self) -> int:
-        return sum(o.num_tokens for o in self.outputs)
 
 
 def _sync(device: torch.device) -> None:
