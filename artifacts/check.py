@@ -103,6 +103,7 @@ class Judge:
     def __init__(self, artifact: Artifact, vocab: Vocabulary) -> None:
         self.artifact = artifact
         self.vocab = vocab
+        self._eos = frozenset(artifact.eos_token_ids)
         self.validator: Any = None
         if artifact.grammar_kind == "json_schema":
             import jsonschema
@@ -112,7 +113,7 @@ class Judge:
             self.validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
 
     def __call__(self, out: Output) -> Verdict:
-        body = [t for t in out.tokens if t not in set(self.artifact.eos_token_ids)]
+        body = [t for t in out.tokens if t not in self._eos]
         data = self.vocab.decode(body)
         text = data.decode("utf-8", errors="replace")
         v = Verdict(text, out.num_tokens, out.finish)

@@ -195,10 +195,14 @@ def _gguf_in(folder: Path) -> Path | None:
 def model_cache_dir(gguf: Path) -> Path:
     """Where the dequantized copy of a GGUF file lives, keyed by the file's sha256:
     ``$MASKC_MODEL_CACHE_DIR``, else ``models/`` under the artifact cache."""
-    return model_cache_root() / f"{_sha256(gguf)[:24]}-{gguf.stem}"
+    return _cache_folder(gguf, _sha256(gguf))
 
 
-def _dequantize(gguf: Path, dest: Path, dtype: torch.dtype) -> None:
+def _cache_folder(gguf: Path, digest: str) -> Path:
+    return model_cache_root() / f"{digest[:24]}-{gguf.stem}"
+
+
+def _dequantize(gguf: Path, dest: Path, digest: str) -> None:
     """Load a GGUF file through transformers and save its weights as safetensors in ``dest``."""
     tf = _transformers()
     from safetensors.torch import save_model
@@ -221,14 +225,13 @@ def _dequantize(gguf: Path, dest: Path, dtype: torch.dtype) -> None:
         model.config.save_pretrained(tmp)
         model.generation_config.save_pretrained(tmp)
         tok.save_pretrained(tmp)
-        (tmp / _MARKER).write_text(json.dumps({"gguf": gguf.name, "sha256": _sha256(gguf)}))
+        (tmp / _MARKER).write_text(json.dumps({"gguf": gguf.name, "sha256": digest}))
         if (dest / _MARKER).exists():  # another process finished first: keep its copy
             return
         if dest.exists():  # a partial copy from a crash
             shutil.rmtree(dest)
         os.replace(tmp, dest)
     except OSError as e:
-        shutil.rmtree(tmp, ignore_errors=True)
         log.warning("could not cache the dequantized model in %s: %s", dest, e)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -260,10 +263,11 @@ def load_model(spec: str, *, device: str = "auto", tokenizer: Vocabulary | None 
                          hint="pass a Hugging Face model folder, a .gguf file or a hub id")
     kwargs: dict[str, Any]
     if gguf is not None:
-        folder = model_cache_dir(gguf)
+        digest = _sha256(gguf)
+        folder = _cache_folder(gguf, digest)
         how = "gguf (cache hit)"
         if not (folder / _MARKER).exists():
-            _dequantize(gguf, folder, dtype)
+            _dequantize(gguf, folder, digest)
             how = "gguf (dequantized, cached)"
         if not (folder / _MARKER).exists():  # cache not writable: load straight from the file
             load_from, kwargs = str(gguf.parent), {"gguf_file": gguf.name}

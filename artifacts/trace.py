@@ -200,7 +200,6 @@ def trace_text(artifact: Artifact, vocab: Vocabulary, text: str, *, logits: NDAr
     else:
         if trace.finish != "eos":
             trace.finish = "complete" if m.can_terminate() else "incomplete"
-    trace.output = vocab.decode([t for t in seq[: len(trace.rows)] if t is not None and t != end])
-    if trace.finish == "rejected":
-        trace.output = trace.prefix
+    accepted = [t for t, r in zip(seq, trace.rows) if r.accepted and t is not None and t != end]
+    trace.output = vocab.decode(accepted)
     return trace

@@ -22,7 +22,8 @@ from maskc.cli.errors import describe, describe_internal
 from maskc.compiler.errors import InputError, MaskcError
 from maskc.compiler.vocab import Vocabulary
 
-__all__ = ["Job", "Kind", "Settings", "collect_jobs", "load_vocabulary", "run_all", "run_job"]
+__all__ = ["Job", "Kind", "Settings", "collect_jobs", "load_vocabulary", "read_json", "run_all", "run_job",
+           "unwrap_schema"]
 
 Kind = Literal["json_schema", "regex", "choice"]
 Result = dict[str, Any]
@@ -66,7 +67,7 @@ def load_vocabulary(s: Settings) -> Vocabulary:
     return maskc.load_tokenizer(s.tokenizer, eos=eos, vocab_size=s.vocab_size)
 
 
-def _read_json(path: Path) -> tuple[Any, dict[str, Any] | None]:
+def read_json(path: Path) -> tuple[Any, dict[str, Any] | None]:
     try:
         raw = path.read_bytes()
     except OSError as e:
@@ -77,7 +78,7 @@ def _read_json(path: Path) -> tuple[Any, dict[str, Any] | None]:
         return None, describe(InputError(f"{path} is not valid JSON: {e}"))
 
 
-def _unwrap(doc: Any) -> Any:
+def unwrap_schema(doc: Any) -> Any:
     # MaskBench files hold {"schema": ..., "tests": [...]}.
     if isinstance(doc, dict) and "schema" in doc and "tests" in doc:
         return doc["schema"]
@@ -99,8 +100,8 @@ def _schema_files(
             files = sorted(f for f in p.glob("*.json") if f.is_file())
             found = 0
             for f in files:
-                doc, failure = _read_json(f)
-                doc = _unwrap(doc)
+                doc, failure = read_json(f)
+                doc = unwrap_schema(doc)
                 if failure is None and not _looks_like_schema(doc):
                     skipped.append(str(f))
                     continue
@@ -110,8 +111,8 @@ def _schema_files(
                 raise InputError(f"no JSON Schema files in directory {p}",
                                  hint="compile takes schema .json files or directories of them")
         elif p.is_file():
-            doc, failure = _read_json(p)
-            yield p, _unwrap(doc), failure
+            doc, failure = read_json(p)
+            yield p, unwrap_schema(doc), failure
         else:
             raise InputError(f"no such file or directory: {arg}")
 
@@ -140,7 +141,7 @@ def collect_jobs(paths: Sequence[str], kind: Kind) -> tuple[list[Job], list[str]
             if not p.is_file():
                 raise InputError(f"no such file: {arg}",
                                  hint="--choice takes JSON files holding a list of strings")
-            doc, failure = _read_json(p)
+            doc, failure = read_json(p)
             strings = isinstance(doc, list) and all(isinstance(c, str) for c in doc)
             if failure is None and not strings:
                 failure = describe(InputError(f"{p} must hold a JSON list of strings"))

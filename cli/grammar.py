@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orjson
-
 import maskc
 from maskc.artifacts.artifact import Artifact
+from maskc.cli.batch import read_json, unwrap_schema
 from maskc.compiler.errors import InputError
 from maskc.compiler.vocab import Vocabulary
 
@@ -37,15 +36,9 @@ def load_grammar(spec: str | None, regex: str | None, vocab: Vocabulary, *, whit
         if not path.is_file():
             raise InputError(f"no such artifact: {spec}")
         return maskc.load_artifact(path, tokenizer=vocab)
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise InputError(f"cannot read {spec}: {e.strerror or e}") from e
-    try:
-        schema = orjson.loads(raw)
-    except orjson.JSONDecodeError as e:
-        raise InputError(f"{spec} is not valid JSON: {e}") from e
-    if isinstance(schema, dict) and "schema" in schema and "tests" in schema:
-        schema = schema["schema"]  # MaskBench files hold {"schema": ..., "tests": [...]}
+    doc, failure = read_json(path)
+    if failure is not None:
+        raise InputError(failure["message"])
+    schema = unwrap_schema(doc)
     return maskc.compile_json_schema(schema, vocab, whitespace=whitespace, lenient=lenient,
                                      cache=True if cache else None)
