@@ -20,12 +20,13 @@ from maskc.artifacts.io import parse_artifact_bytes, read_artifact_file, save_by
 from maskc.compiler.dfa import Dfa
 from maskc.compiler.errors import ArtifactCorrupt, TokenizerMismatch
 from maskc.compiler.maskstore import MaskStore
+from maskc.compiler.pda import Pda
 from maskc.compiler.pipeline import CompiledGrammar
 from maskc.compiler.vocab import Vocabulary
 
 __all__ = ["Artifact", "load_artifact", "COMPILER_VERSION"]
 
-COMPILER_VERSION = "0.1.0"
+COMPILER_VERSION = fmt.COMPILER_VERSION
 
 
 class Artifact:
@@ -58,6 +59,29 @@ class Artifact:
             np.asarray(tensors["mask.offsets"], dtype=np.int64),
             np.asarray(tensors["mask.data"], dtype=np.int32),
         )
+        self.pda: Pda | None = None
+        self.uncertain_mask: NDArray[np.int32] | None = None
+        self.inline_depth = 0
+        self.max_depth = int(self.options.get("max_depth", 0) or 0)
+        if "pda.call_offsets" in tensors:
+            try:
+                names = tuple(str(x) for x in orjson.loads(metadata["rule_names"]))
+                self.inline_depth = int(metadata["inline_depth"])
+                self.pda = Pda(
+                    self.dfa,
+                    np.array(tensors["pda.call_offsets"], dtype=np.int64),
+                    np.array(tensors["pda.call_rule"], dtype=np.int32),
+                    np.array(tensors["pda.call_return"], dtype=np.int32),
+                    np.array(tensors["pda.rule_start"], dtype=np.int32),
+                    np.array(tensors["pda.need"], dtype=np.int32),
+                    names,
+                )
+            except (KeyError, ValueError, TypeError, orjson.JSONDecodeError) as e:
+                raise ArtifactCorrupt(f"{where} has malformed pushdown tables") from e
+            if self.max_depth < 1:
+                raise ArtifactCorrupt(f"{where} lacks its nesting bound (options.max_depth)")
+            self.uncertain_mask = np.asarray(tensors["mask.uncertain"], dtype=np.int32)
+        self._runtime: Any = None
         self._rows: dict[int, NDArray[np.int32]] = {}
         self._torch_rows: dict[tuple[int, str], Any] = {}
         self._step_cache: dict[tuple[int, int], int] = {}
@@ -81,6 +105,19 @@ class Artifact:
             "mask.offsets": g.masks.offsets.astype(np.int64),
             "mask.data": g.masks.data.astype(np.int32),
         }
+        extra: dict[str, str] = {}
+        if g.pda is not None and g.uncertain_mask is not None:
+            p = g.pda
+            tensors.update({
+                "pda.call_offsets": p.call_offsets.astype(np.int64),
+                "pda.call_rule": p.call_rule.astype(np.int32),
+                "pda.call_return": p.call_return.astype(np.int32),
+                "pda.rule_start": p.rule_start.astype(np.int32),
+                "pda.need": p.need.astype(np.int32),
+                "mask.uncertain": g.uncertain_mask.astype(np.int32),
+            })
+            extra = {"rule_names": fmt.canonical_json(list(p.rule_names)), "inline_depth": str(g.inline_depth),
+                     "max_depth": str(g.options.max_depth)}
         meta = {
             "format": fmt.FORMAT,
             "format_version": fmt.FORMAT_VERSION,
@@ -97,6 +134,7 @@ class Artifact:
             "num_states": str(g.dfa.num_states),
             "num_masks": str(g.masks.num_masks),
             "content_sha256": fmt.content_hash(tensors),
+            **extra,
         }
         art = cls(tensors, meta)
         art.tokenizer = vocab
@@ -183,8 +221,34 @@ class Artifact:
     def allowed_tokens(self, state: int) -> NDArray[np.int64]:
         return self.masks.allowed_ids(int(self.state_mask[state]))
 
+    @property
+    def is_pushdown(self) -> bool:
+        """Whether the grammar is recursive (a matcher then keeps a stack of rule states)."""
+        return self.pda is not None
+
+    def step(self, state: int, byte: int) -> int:
+        """The state after ``byte`` inside the current rule, or -1."""
+        return self.dfa.step(state, byte)
+
+    def accepting(self, state: int) -> bool:
+        """Whether ``state`` may end its rule (for the start rule: the output may end)."""
+        return bool(self.dfa.accepting[state])
+
+    def runtime(self) -> Any:
+        """The shared pushdown runtime (memo tables), built on first use."""
+        if self._runtime is None:
+            from maskc.artifacts.pushdown import PushdownRuntime
+
+            self._runtime = PushdownRuntime(self)
+        return self._runtime
+
     def matcher(self) -> Matcher:
-        """A fresh :class:`Matcher` at the start state (needs the tokenizer attached)."""
+        """A fresh matcher at the start (needs the tokenizer attached): a :class:`Matcher`,
+        or a :class:`~maskc.artifacts.pushdown.PushdownMatcher` for a recursive grammar."""
+        if self.pda is not None:
+            from maskc.artifacts.pushdown import PushdownMatcher
+
+            return PushdownMatcher(self)
         return Matcher(self)
 
     def summary(self) -> dict[str, Any]:
@@ -202,6 +266,8 @@ class Artifact:
             "options": self.options,
             "not_enforced": self.not_enforced,
             "states": self.num_states,
+            "rules": list(self.pda.rule_names) if self.pda is not None else [],
+            "max_depth": self.max_depth if self.pda is not None else None,
             "byte_classes": self.dfa.num_classes,
             "distinct_masks": self.num_masks,
             "masks_by_kind": {"allow_list": kinds[0], "reject_list": kinds[1], "dense": kinds[2], "delta": kinds[3]},

@@ -1,8 +1,10 @@
 """The artifact format: tensor names and dtypes, metadata keys, encode and decode.
 
 An artifact is a safetensors file. Header metadata is ``dict[str, str]`` (JSON values
-canonical, keys sorted); tensors are the DFA tables and the mask store. ``content_sha256``
-covers every tensor's bytes, so a tampered or truncated file is refused on load.
+canonical, keys sorted); tensors are the DFA tables and the mask store, plus, for a
+recursive grammar, the pushdown tables (call edges, rule starts, depth needs, uncertain
+masks). ``content_sha256`` covers every tensor's bytes, so a tampered or truncated file is
+refused on load.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
     "TENSORS",
+    "PDA_TENSORS",
     "REQUIRED_METADATA",
     "content_hash",
     "canonical_json",
@@ -27,7 +30,8 @@ __all__ = [
 ]
 
 FORMAT = "maskc-artifact"
-FORMAT_VERSION = "1"
+FORMAT_VERSION = "2"
+COMPILER_VERSION = "0.2.0"
 
 # name -> (dtype, ndim)
 TENSORS: dict[str, tuple[np.dtype[np.generic], int]] = {
@@ -44,6 +48,17 @@ TENSORS: dict[str, tuple[np.dtype[np.generic], int]] = {
     "mask.offsets": (np.dtype(np.int64), 1),
     "mask.data": (np.dtype(np.int32), 1),
 }
+
+# Present together, and only in the artifact of a recursive grammar.
+PDA_TENSORS: dict[str, tuple[np.dtype[np.generic], int]] = {
+    "pda.call_offsets": (np.dtype(np.int64), 1),  # [states + 1] CSR over the call edges
+    "pda.call_rule": (np.dtype(np.int32), 1),
+    "pda.call_return": (np.dtype(np.int32), 1),
+    "pda.rule_start": (np.dtype(np.int32), 1),  # [rules], -1 for a rule never called
+    "pda.need": (np.dtype(np.int32), 1),  # [states] frames needed above a state to finish its rule
+    "mask.uncertain": (np.dtype(np.int32), 1),  # [states] mask id of the tokens the stack decides
+}
+PDA_METADATA = ("rule_names", "inline_depth", "max_depth")
 
 REQUIRED_METADATA = (
     "format",
@@ -82,8 +97,9 @@ def check_metadata(meta: Mapping[str, str], where: str) -> None:
         raise ArtifactCorrupt(f"{where} is not a maskc artifact (format={meta.get('format')!r})")
     if meta.get("format_version") != FORMAT_VERSION:
         raise ArtifactVersionMismatch(
-            f"{where} has format version {meta.get('format_version')!r}; this maskc reads {FORMAT_VERSION!r}",
-            hint="recompile the schema with this version of maskc",
+            f"{where} has format version {meta.get('format_version')!r} "
+            f"(written by maskc {meta.get('compiler_version', '?')}); this maskc reads {FORMAT_VERSION!r}",
+            hint=f"recompile with maskc {COMPILER_VERSION}: maskc compile SCHEMA --tokenizer SPEC",
         )
     if missing:
         raise ArtifactCorrupt(f"{where} lacks metadata {', '.join(missing)}")
@@ -181,6 +197,32 @@ def check_tables(tensors: Mapping[str, NDArray[np.generic]], vocab_size: int, wh
             elem_sparse[offsets[:-1][delta]] = False  # the base id is not a token id
         ids = data[elem_sparse]
         bad = bad or bool(ids.size and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size))
+    if not bad:
+        bad = _bad_pda(tensors, n, m)
     if bad:
         raise ArtifactCorrupt(f"{where}: inconsistent tables (vocab_size {vocab_size})")
     return trans
+
+
+def _bad_pda(tensors: Mapping[str, NDArray[np.generic]], n: int, m: int) -> bool:
+    """Whether the pushdown tables are malformed (all absent is fine: a regular grammar)."""
+    present = [k for k in PDA_TENSORS if k in tensors]
+    if not present:
+        return False
+    if len(present) != len(PDA_TENSORS):
+        return True
+    for name, (dtype, ndim) in PDA_TENSORS.items():
+        if tensors[name].dtype != dtype or tensors[name].ndim != ndim:
+            return True
+    off, rule, ret = tensors["pda.call_offsets"], tensors["pda.call_rule"], tensors["pda.call_return"]
+    start, need, unc = tensors["pda.rule_start"], tensors["pda.need"], tensors["mask.uncertain"]
+    r = start.shape[0]
+    return bool(
+        off.shape != (n + 1,) or int(off[0]) != 0 or int(off[-1]) != rule.shape[0] or bool(np.any(np.diff(off) < 0))
+        or ret.shape != rule.shape or need.shape != (n,) or unc.shape != (n,) or r == 0
+        or (rule.size and (int(rule.min()) < 0 or int(rule.max()) >= r))
+        or (ret.size and (int(ret.min()) < 0 or int(ret.max()) >= n))
+        or int(start.min()) < -1 or int(start.max()) >= n or int(start[0]) != 0
+        or (rule.size and bool(np.any(start[rule] < 0)))
+        or int(need.min()) < 0 or int(unc.min()) < 0 or int(unc.max()) >= m
+    )

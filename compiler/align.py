@@ -284,11 +284,15 @@ def align(
     add_mask: Callable[[NDArray[np.bool_]], int],
     progress: Callable[[int, int], None] | None = None,
     deadline: float | None = None,
+    only: NDArray[np.int64] | None = None,
 ) -> NDArray[np.int32]:
     """Compute each state's allowed-token mask.
 
     ``add_mask(mask)`` receives each distinct boolean mask (width ``vocab_size``, EOS set
     in accepting states) and returns its id in the caller's store.
+
+    Args:
+        only: compute the masks of these states alone (the others map to -1).
 
     Returns:
         ``state -> mask id`` (int32 [states]).
@@ -317,6 +321,16 @@ def align(
         return r
 
     rep_s, rep = reps(block_s), reps(block)
+    wanted_blocks: NDArray[np.int64] | None = None
+    if only is not None:
+        # only the blocks holding requested states are computed
+        wanted_blocks = np.unique(block[only])
+        rep = rep[wanted_blocks]
+        need_s = np.unique(block_s[rep])
+        slot_s = np.full(rep_s.shape[0], -1, dtype=np.int64)
+        slot_s[need_s] = np.arange(need_s.shape[0])
+        rep_s = rep_s[need_s]
+        block_s = slot_s[block_s]
     nblocks = rep.shape[0]
     chunk = 512
     short_ok: list[NDArray[np.bool_]] = []
@@ -351,4 +365,8 @@ def align(
             block_mask[i + j] = m
         if progress is not None:
             progress(rep_s.shape[0] + min(i + chunk, nblocks), rep_s.shape[0] + nblocks)
+    if wanted_blocks is not None:
+        full = np.full(int(block.max()) + 1, -1, dtype=np.int32)
+        full[wanted_blocks] = block_mask
+        return full[block].astype(np.int32)
     return block_mask[block].astype(np.int32)

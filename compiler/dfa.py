@@ -15,9 +15,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from maskc.compiler.errors import EmptyLanguage, StateLimitExceeded, TimeLimitExceeded
-from maskc.compiler.nfa import Nfa
+from maskc.compiler.nfa import CALL_BASE, Nfa
 
-__all__ = ["Dfa", "StateId", "ClassId", "determinize", "prune", "compress_classes"]
+__all__ = ["Dfa", "StateId", "ClassId", "determinize", "determinize_rules", "prune", "compress_classes", "coreachable", "reachable"]
 
 StateId = NewType("StateId", int)
 ClassId = NewType("ClassId", int)
@@ -80,8 +80,9 @@ def _interval_classes(nfa: Nfa) -> tuple[NDArray[np.uint8], list[int]]:
     cuts = {0, 256}
     for edges in nfa.edges:
         for lo, hi, _ in edges:
-            cuts.add(lo)
-            cuts.add(hi + 1)
+            if lo < CALL_BASE:
+                cuts.add(lo)
+                cuts.add(hi + 1)
     bounds = sorted(cuts)
     byte_class = np.zeros(256, dtype=np.uint8)
     for c, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
@@ -98,18 +99,43 @@ def determinize(
         StateLimitExceeded: more than ``max_states`` DFA states.
         TimeLimitExceeded: ``deadline`` (a ``time.monotonic()`` value) passed.
     """
+    trans, byte_class, accepting, _ = _subsets(nfa, [0], {nfa.final}, 0, max_states, deadline)
+    return Dfa(trans, byte_class, accepting)
+
+
+def determinize_rules(
+    nfa: Nfa, *, max_states: int = 200_000, deadline: float | None = None
+) -> tuple[NDArray[np.int32], NDArray[np.uint8], NDArray[np.bool_], list[int]]:
+    """Subset construction of the rules of :func:`~maskc.compiler.nfa.lower_rules`, call edges kept.
+
+    Returns:
+        ``(trans, byte_class, accepting, starts)``: ``trans`` is ``[states, classes + rules]``,
+        byte classes first, then column ``classes + i`` holds the state after a call to rule
+        ``i`` (``-1``: no such call); ``accepting`` marks where a rule may return; ``starts``
+        is each rule's start state. The rules' subgraphs are disjoint, so no subset mixes two.
+    """
+    return _subsets(nfa, nfa.starts, set(nfa.finals), len(nfa.starts), max_states, deadline)
+
+
+def _subsets(
+    nfa: Nfa, seeds: list[int], finals: set[int], num_calls: int, max_states: int, deadline: float | None
+) -> tuple[NDArray[np.int32], NDArray[np.uint8], NDArray[np.bool_], list[int]]:
     byte_class, class_lo = _interval_classes(nfa)
-    num_classes = len(class_lo)
+    num_bytes = len(class_lo)
+    num_classes = num_bytes + num_calls
     # Per NFA state: list of (class, target), expanding each range into its classes.
     moves: list[list[tuple[int, int]]] = []
     for edges in nfa.edges:
         mv: list[tuple[int, int]] = []
         for lo, hi, tgt in edges:
+            if lo >= CALL_BASE:
+                mv.append((num_bytes + lo - CALL_BASE, tgt))
+                continue
             for c in range(int(byte_class[lo]), int(byte_class[hi]) + 1):
                 mv.append((c, tgt))
         moves.append(mv)
 
-    useful = [bool(mv) or i == nfa.final for i, mv in enumerate(moves)]
+    useful = [bool(mv) or i in finals for i, mv in enumerate(moves)]
     single: list[frozenset[int] | None] = [None] * nfa.size
 
     def closure_of(s0: int) -> frozenset[int]:
@@ -144,9 +170,15 @@ def determinize(
             memo[key] = got
         return got
 
-    start = closure({0})
-    index: dict[frozenset[int], int] = {start: 0}
-    order = [start]
+    index: dict[frozenset[int], int] = {}
+    order: list[frozenset[int]] = []
+    starts: list[int] = []
+    for seed in seeds:
+        first = closure({seed})
+        if first not in index:
+            index[first] = len(order)
+            order.append(first)
+        starts.append(index[first])
     rows: list[list[int]] = []
     accepting: list[bool] = []
     i = 0
@@ -154,7 +186,7 @@ def determinize(
         if deadline is not None and (i & 255) == 0 and time.monotonic() > deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
         cur = order[i]
-        accepting.append(nfa.final in cur)
+        accepting.append(not finals.isdisjoint(cur))
         targets: dict[int, set[int]] = {}
         for s in cur:
             for c, t in moves[s]:
@@ -173,7 +205,7 @@ def determinize(
         rows.append(row)
         i += 1
     trans = np.asarray(rows, dtype=np.int32).reshape(len(rows), num_classes)
-    return Dfa(trans, byte_class, np.asarray(accepting, dtype=np.bool_))
+    return trans, byte_class, np.asarray(accepting, dtype=np.bool_), starts
 
 
 def coreachable(trans: NDArray[np.int32], accepting: NDArray[np.bool_]) -> NDArray[np.bool_]:

@@ -1,7 +1,9 @@
 """Grammar IR: byte-level regular expressions as frozen trees.
 
-Front ends produce these nodes and nothing else; :mod:`maskc.compiler.nfa` lowers them.
-Every node describes a set of byte strings. Constructors normalize (flatten nested
+Front ends produce a :class:`Grammar` (a start rule plus named rules) whose bodies are these
+nodes; :mod:`maskc.compiler.rules` inlines what is not recursive and
+:mod:`maskc.compiler.nfa` lowers the rest. Every node describes a set of byte strings (a
+:class:`RuleRef` stands for its rule's language). Constructors normalize (flatten nested
 ``Seq``/``Alt``, merge byte ranges) so that equal languages built the same way compare equal.
 """
 
@@ -17,6 +19,8 @@ __all__ = [
     "Repeat",
     "Fields",
     "Product",
+    "RuleRef",
+    "Grammar",
     "Node",
     "EMPTY",
     "NOTHING",
@@ -120,7 +124,52 @@ class Product:
             raise ValueError(f"Product op must be 'and' or 'minus', got {self.op!r}")
 
 
-Node = Union[ByteSet, Seq, Alt, Repeat, Fields, Product]
+@dataclass(frozen=True, slots=True)
+class RuleRef:
+    """A reference to the rule ``name`` of the enclosing :class:`Grammar` (may be recursive)."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"a rule name must be a non-empty string, got {self.name!r}")
+
+
+Node = Union[ByteSet, Seq, Alt, Repeat, Fields, Product, RuleRef]
+
+
+@dataclass(frozen=True, slots=True)
+class Grammar:
+    """A start rule plus named rules; bodies are IR nodes that may hold :class:`RuleRef`.
+
+    Every reference must name a rule of ``rules``; a grammar without references is a
+    regular language (one rule). ``Product`` operands may not hold references (an
+    intersection of context-free languages is not context-free).
+    """
+
+    start: str
+    rules: tuple[tuple[str, Node], ...]
+
+    def __post_init__(self) -> None:
+        names = [n for n, _ in self.rules]
+        if len(set(names)) != len(names):
+            raise ValueError("rule names must be unique")
+        if self.start not in names:
+            raise ValueError(f"start rule {self.start!r} is not defined")
+
+    @staticmethod
+    def single(node: Node, name: str = "root") -> Grammar:
+        """The grammar of one rule (a regular language when ``node`` holds no reference)."""
+        return Grammar(name, ((name, node),))
+
+    @property
+    def rule_map(self) -> dict[str, Node]:
+        return dict(self.rules)
+
+    @property
+    def body(self) -> Node:
+        """The start rule's body."""
+        return self.rule_map[self.start]
 
 EMPTY: Node = Seq(())
 NOTHING: Node = Alt(())

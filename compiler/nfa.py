@@ -1,7 +1,9 @@
 """Lower a Grammar IR tree into a byte-level Thompson NFA.
 
 The NFA is built in plain lists (it is transient): epsilon edges and byte-range edges per
-state. :func:`lower` is the only entry point; a ``max_states`` limit turns a grammar that
+state. :func:`lower` builds one expression, :func:`lower_rules` the rules of a pushdown
+grammar side by side, where a :class:`RuleRef` becomes a *call edge* labelled
+``CALL_BASE + rule index`` (above every byte). A ``max_states`` limit turns a grammar that
 would explode (large bounded repetitions of large items) into a clear error.
 """
 
@@ -12,9 +14,12 @@ from dataclasses import dataclass, field
 import time
 
 from maskc.compiler.errors import StateLimitExceeded, TimeLimitExceeded
-from maskc.compiler.ir import Alt, ByteSet, Fields, Node, Product, Repeat, Seq
+from maskc.compiler.errors import GrammarError
+from maskc.compiler.ir import Alt, ByteSet, Fields, Node, Product, Repeat, RuleRef, Seq
 
-__all__ = ["Nfa", "lower"]
+__all__ = ["Nfa", "lower", "lower_rules", "CALL_BASE"]
+
+CALL_BASE = 256  # edge label of a call to rule i: CALL_BASE + i
 
 
 @dataclass(slots=True)
@@ -26,6 +31,9 @@ class Nfa:
     final: int = -1
     max_states: int = 1_000_000
     deadline: float | None = None  # time.monotonic() value
+    rule_index: dict[str, int] = field(default_factory=dict)  # callable rules (lower_rules)
+    starts: list[int] = field(default_factory=list)  # per rule (lower_rules)
+    finals: list[int] = field(default_factory=list)
 
     def new(self) -> int:
         if len(self.eps) >= self.max_states:
@@ -83,6 +91,12 @@ def _build(nfa: Nfa, node: Node, start: int, end: int) -> None:
         _build_fields(nfa, node, start, end)
     elif isinstance(node, Product):
         _build_product(nfa, node, start, end)
+    elif isinstance(node, RuleRef):
+        idx = nfa.rule_index.get(node.name)
+        if idx is None:
+            raise GrammarError(f"reference to an undefined or non-callable rule {node.name!r}")
+        label = CALL_BASE + idx
+        nfa.edges[start].append((label, label, end))
     else:  # pragma: no cover - the IR is closed
         raise TypeError(f"not an IR node: {node!r}")
 
@@ -135,6 +149,8 @@ def _build_product(nfa: Nfa, node: Product, start: int, end: int) -> None:
 
     limit = max(1, nfa.max_states - nfa.size)
     dl = nfa.deadline
+    if _has_ref(node.a) or _has_ref(node.b):
+        raise GrammarError("an intersection or difference of languages cannot involve a recursive rule")
     da = determinize(lower(node.a, max_states=limit, deadline=dl), max_states=limit, deadline=dl)
     db = determinize(lower(node.b, max_states=limit, deadline=dl), max_states=limit, deadline=dl)
     ca, cb = da.byte_class.tolist(), db.byte_class.tolist()
@@ -174,6 +190,22 @@ def _build_product(nfa: Nfa, node: Product, start: int, end: int) -> None:
         i += 1
 
 
+def _has_ref(node: Node) -> bool:
+    if isinstance(node, RuleRef):
+        return True
+    if isinstance(node, (Seq, Alt)):
+        return any(_has_ref(x) for x in node.items)
+    if isinstance(node, Repeat):
+        return _has_ref(node.item)
+    if isinstance(node, Fields):
+        parts = [x for x, _ in node.items] + [node.first, node.sep, node.close_nonempty]
+        parts += [x for x in (node.close_empty, node.rest) if x is not None]
+        return any(_has_ref(x) for x in parts)
+    if isinstance(node, Product):
+        return _has_ref(node.a) or _has_ref(node.b)
+    return False
+
+
 def lower(node: Node, *, max_states: int = 1_000_000, deadline: float | None = None) -> Nfa:
     """Thompson construction of ``node``.
 
@@ -193,4 +225,28 @@ def lower(node: Node, *, max_states: int = 1_000_000, deadline: float | None = N
     start = nfa.new()
     nfa.final = nfa.new()
     _build(nfa, node, start, nfa.final)
+    return nfa
+
+
+def lower_rules(
+    rules: list[tuple[str, Node]], *, max_states: int = 1_000_000, deadline: float | None = None
+) -> Nfa:
+    """Thompson construction of every rule, side by side in one NFA.
+
+    Rule ``i`` starts at ``nfa.starts[i]`` and ends at ``nfa.finals[i]``; a reference to it
+    is an edge labelled ``CALL_BASE + i`` (the caller's state after the call is its target).
+    The rules' subgraphs are disjoint. ``nfa.final`` is the first rule's final state.
+
+    Raises:
+        GrammarError: a reference names no rule of ``rules``.
+        StateLimitExceeded, TimeLimitExceeded: as :func:`lower`.
+    """
+    nfa = Nfa(max_states=max_states, deadline=deadline)
+    nfa.rule_index = {name: i for i, (name, _) in enumerate(rules)}
+    for _name, _ in rules:
+        nfa.starts.append(nfa.new())
+        nfa.finals.append(nfa.new())
+    for i, (_name, body) in enumerate(rules):
+        _build(nfa, body, nfa.starts[i], nfa.finals[i])
+    nfa.final = nfa.finals[0]
     return nfa

@@ -11,7 +11,7 @@ from typing import Literal
 
 import orjson
 
-__all__ = ["Whitespace", "WhitespaceMode", "CompileOptions", "Limits", "parse_whitespace"]
+__all__ = ["Whitespace", "WhitespaceMode", "CompileOptions", "Limits", "parse_whitespace", "DEFAULT_MAX_DEPTH"]
 
 WhitespaceMode = Literal["compact", "pretty", "flexible"]
 
@@ -61,6 +61,12 @@ def parse_whitespace(spec: str | Whitespace) -> Whitespace:
     )
 
 
+DEFAULT_MAX_DEPTH = 32
+"""Default bound on nesting through recursive rules: deep enough for real JSON documents
+(trees, comment threads, ASTs), small enough that memory and the longest output stay bounded."""
+MAX_MAX_DEPTH = 1024
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
     """Resource limits of one compile; exceeding one is a :class:`LimitExceeded` error."""
@@ -79,10 +85,16 @@ class CompileOptions:
     lenient: bool = False
     any_depth: int = 3  # nesting depth of untyped ("any JSON") values
     limits: Limits = Limits()
+    max_depth: int = DEFAULT_MAX_DEPTH  # bound on rule nesting (pushdown stack frames) at run time
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_depth, int) or not 1 <= self.max_depth <= MAX_MAX_DEPTH:
+            raise ValueError(f"max_depth must be an integer in 1..{MAX_MAX_DEPTH}, got {self.max_depth!r}")
 
     def canonical(self) -> dict[str, object]:
         """The options that change the output, as canonical JSON-able data (limits excluded)."""
-        return {"whitespace": str(self.whitespace), "lenient": self.lenient, "any_depth": self.any_depth}
+        return {"whitespace": str(self.whitespace), "lenient": self.lenient, "any_depth": self.any_depth,
+                "max_depth": self.max_depth}
 
     def canonical_json(self) -> str:
         return orjson.dumps(self.canonical(), option=orjson.OPT_SORT_KEYS).decode()

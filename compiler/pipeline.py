@@ -1,7 +1,10 @@
-"""The compile pipeline: front end -> IR -> NFA -> DFA -> minimal DFA -> token masks.
+"""The compile pipeline: front end -> grammar IR -> rules -> automaton -> token masks.
 
-The only module that knows the order of the stages. It times each one and returns a
-:class:`CompiledGrammar`: plain arrays plus the facts an artifact records.
+The only module that knows the order of the stages. A grammar whose rules are not
+recursive is inlined into one expression and takes the regular path (NFA -> DFA -> minimal
+DFA -> a mask per state); a recursive one becomes a pushdown automaton (one minimized DFA
+per rule with call edges) with an accepted and an uncertain mask per state. It times each
+stage and returns a :class:`CompiledGrammar`: plain arrays plus the facts an artifact records.
 """
 
 from __future__ import annotations
@@ -17,18 +20,21 @@ import orjson
 from numpy.typing import NDArray
 
 from maskc.compiler.align import TokenTable, align
+from maskc.compiler.align_pda import align_pda
+from maskc.compiler.pda import Pda, build_pda
+from maskc.compiler.rules import resolve_rules
 from maskc.compiler.dfa import Dfa, compress_classes, coreachable, determinize, prune
 from maskc.compiler.errors import NonTerminating, SchemaError, StateLimitExceeded, TimeLimitExceeded
 from maskc.compiler.frontends.json_schema import schema_to_ir
 from maskc.compiler.frontends.regex import regex_to_ir
-from maskc.compiler.ir import Node, alt, lit
+from maskc.compiler.ir import Grammar, Node, alt, lit
 from maskc.compiler.maskstore import MaskStore, MaskStoreBuilder
 from maskc.compiler.minimize import minimize
 from maskc.compiler.nfa import lower
 from maskc.compiler.options import CompileOptions
 from maskc.compiler.vocab import Vocabulary
 
-__all__ = ["CompiledGrammar", "compile_ir", "compile_json_schema", "compile_regex", "compile_choice", "token_table", "grammar_dfa", "source_of"]
+__all__ = ["CompiledGrammar", "compile_ir", "compile_grammar", "compile_json_schema", "compile_regex", "compile_choice", "token_table", "grammar_dfa", "source_of"]
 
 Progress = Callable[[int, int], None]
 
@@ -45,6 +51,9 @@ class CompiledGrammar:
     options: CompileOptions
     not_enforced: list[dict[str, str]] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    pda: Pda | None = None  # recursive grammars: rules and call edges (``dfa`` is ``pda.dfa``)
+    uncertain_mask: NDArray[np.int32] | None = None  # per state: tokens the live stack decides
+    inline_depth: int = 0
 
     @property
     def source_sha256(self) -> str:
@@ -157,6 +166,54 @@ def compile_ir(
     )
 
 
+def compile_grammar(
+    kind: str,
+    source: str,
+    grammar: Grammar,
+    vocab: Vocabulary,
+    options: CompileOptions,
+    *,
+    not_enforced: list[dict[str, str]] | None = None,
+    progress: Progress | None = None,
+    timings: dict[str, float] | None = None,
+) -> CompiledGrammar:
+    """Compile a grammar with rules: regular grammars take :func:`compile_ir`'s path."""
+    t = timings if timings is not None else {}
+    t0 = time.perf_counter()
+    rules = resolve_rules(grammar)
+    t["rules_ms"] = (time.perf_counter() - t0) * 1e3
+    if rules.regular:
+        return compile_ir(kind, source, rules.bodies[0], vocab, options, not_enforced=not_enforced,
+                          progress=progress, timings=t)
+    start = time.perf_counter()
+    deadline = time.monotonic() + options.limits.max_seconds
+    try:
+        pda = build_pda(rules, options, t, deadline=deadline)
+        if pda.num_states > options.limits.max_states:
+            raise StateLimitExceeded("automaton states", limit=options.limits.max_states, got=pda.num_states)
+        table = token_table(vocab)
+        builder = MaskStoreBuilder(vocab.vocab_size)
+        t1 = time.perf_counter()
+        masks = align_pda(pda, table, add_mask=builder.add, progress=progress, deadline=deadline)
+    except TimeLimitExceeded:
+        raise TimeLimitExceeded("compile time (s)", limit=options.limits.max_seconds) from None
+    t["align_ms"] = (time.perf_counter() - t1) * 1e3
+    t["total_ms"] = (time.perf_counter() - start) * 1e3
+    return CompiledGrammar(
+        kind=kind,
+        source=source,
+        dfa=pda.dfa,
+        state_mask=masks.accepted,
+        masks=builder.build(),
+        options=options,
+        not_enforced=list(not_enforced or []),
+        timings=t,
+        pda=pda,
+        uncertain_mask=masks.uncertain,
+        inline_depth=masks.inline_depth,
+    )
+
+
 def source_of(kind: str, grammar: Any) -> str:
     """Canonical source text of a grammar (its hash is the artifact's grammar identity)."""
     if kind == "regex":
@@ -177,10 +234,12 @@ def compile_json_schema(
             raise SchemaError(f"not valid JSON: {e}") from e
     t: dict[str, float] = {}
     t0 = time.perf_counter()
-    node, not_enforced = schema_to_ir(schema, opts)
+    grammar, not_enforced = schema_to_ir(schema, opts)
     t["frontend_ms"] = (time.perf_counter() - t0) * 1e3
-    return compile_ir("json_schema", source_of("json_schema", schema), node, vocab, opts,
-                      not_enforced=not_enforced, progress=progress, timings=t)
+    if not isinstance(grammar, Grammar):
+        grammar = Grammar.single(grammar)
+    return compile_grammar("json_schema", source_of("json_schema", schema), grammar, vocab, opts,
+                           not_enforced=not_enforced, progress=progress, timings=t)
 
 
 def compile_regex(

@@ -1,0 +1,423 @@
+"""The runtime of a recursive grammar: a matcher over a stack of rule states.
+
+A *stack* is a tuple of state ids, bottom first; its top is the current state, the frames
+below are the states callers return to. A *configuration* is a set of stacks (an
+ambiguous grammar is followed along every parse at once, GLR-style), kept *unclosed*:
+as left by the last byte. Before a byte, or to compute a mask, it is closed under calls
+(push the callee's start; the caller's top becomes the return state) and returns (a top
+at an accepting state pops). Every move respects the nesting bound: a frame is pushed
+only if every frame can still finish within ``max_depth`` (``need``), so no reachable
+configuration is stranded.
+
+Masks: the precomputed mask of each closed top (tokens that stay inside its frame), plus
+the top's few *uncertain* tokens checked exactly against the stacks. Results are memoized
+on the part of the stacks a computation actually read (its *reach*) and the depth headroom
+when it could matter, so a mask or a step costs a dictionary lookup once seen, whatever
+lies deeper in the stack.
+
+Error policy, as :class:`~maskc.artifacts.matcher.Matcher`: never raises on model behaviour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from maskc.compiler.maskstore import bitmask_words
+
+if TYPE_CHECKING:
+    from maskc.artifacts.artifact import Artifact
+
+__all__ = ["PushdownMatcher", "PushdownRuntime", "Stack", "Config"]
+
+Stack = tuple[int, ...]
+Config = tuple[Stack, ...]
+Derived = tuple[int, int, Stack]  # (index of the original stack, frames consumed from its top, frames pushed)
+_DEEPER = object()
+MEMO_LIMIT = 8192
+FORCED_LIMIT = 256
+
+
+class _Walk:
+    """One computation over a configuration: frame reads are recorded as reach."""
+
+    __slots__ = ("rt", "config", "reach")
+
+    def __init__(self, rt: PushdownRuntime, config: Config) -> None:
+        self.rt = rt
+        self.config = config
+        self.reach = [0] * len(config)
+
+    def frame(self, i: int, d: int) -> int | None:
+        """The ``d``-th frame from the top of original stack ``i`` (1 = top), or None."""
+        if d > self.reach[i]:
+            self.reach[i] = d
+        s = self.config[i]
+        return s[-d] if d <= len(s) else None
+
+    def top(self, st: Derived) -> int:
+        i, c, pushed = st
+        if pushed:
+            return pushed[-1]
+        q = self.frame(i, c + 1)
+        assert q is not None  # a derived stack is never empty
+        return q
+
+    def length(self, st: Derived) -> int:
+        i, c, pushed = st
+        return len(self.config[i]) - c + len(pushed)
+
+    def has_below(self, st: Derived) -> bool:
+        i, c, pushed = st
+        if len(pushed) >= 2:
+            return True
+        return self.frame(i, c + 2 - len(pushed)) is not None
+
+    def close(self, stacks: Iterable[Derived]) -> list[Derived]:
+        rt = self.rt
+        seen: set[Derived] = set()
+        out: list[Derived] = []
+        work = list(stacks)
+        while work:
+            st = work.pop()
+            if st in seen:
+                continue
+            seen.add(st)
+            out.append(st)
+            i, c, pushed = st
+            q = self.top(st)
+            calls = rt.calls[q]
+            if calls:
+                depth = self.length(st)
+                base = (c, pushed[:-1]) if pushed else (c + 1, ())
+                for rule, ret in calls:
+                    s0 = rt.starts[rule]
+                    if depth + rt.need[ret] <= rt.max_depth and depth + 1 + rt.need[s0] <= rt.max_depth:
+                        work.append((i, base[0], base[1] + (ret, s0)))
+            if rt.accepting[q] and self.has_below(st):
+                work.append((i, c, pushed[:-1]) if pushed else (i, c + 1, ()))
+        return out
+
+    def step(self, stacks: list[Derived], byte: int) -> list[Derived]:
+        rt = self.rt
+        cls = rt.byte_class[byte]
+        out: list[Derived] = []
+        for st in stacks:
+            q2 = rt.trans[self.top(st)][cls]
+            if q2 < 0:
+                continue
+            i, c, pushed = st
+            if self.length(st) + rt.need[q2] > rt.max_depth:
+                continue
+            out.append((i, c, pushed[:-1] + (q2,)) if pushed else (i, c + 1, (q2,)))
+        return list(dict.fromkeys(out))
+
+    def run(self, stacks: list[Derived], data: bytes) -> list[Derived]:
+        """Stacks after all of ``data`` (closed before each byte, unclosed after the last)."""
+        for b in data:
+            stacks = self.step(self.close(stacks), b)
+            if not stacks:
+                break
+        return stacks
+
+    def can_end(self, closed: list[Derived]) -> bool:
+        return any(self.rt.accepting[self.top(st)] and not self.has_below(st) for st in closed)
+
+
+class PushdownRuntime:
+    """Per-artifact tables and memos shared by every matcher of a recursive artifact."""
+
+    def __init__(self, art: Artifact) -> None:
+        pda = art.pda
+        vocab = art.tokenizer
+        if pda is None or vocab is None:
+            raise ValueError("a pushdown runtime needs a recursive artifact with its tokenizer attached")
+        self.art = art
+        self.trans: list[list[int]] = pda.dfa.trans.tolist()
+        self.byte_class: list[int] = pda.dfa.byte_class.tolist()
+        self.accepting: list[bool] = pda.dfa.accepting.tolist()
+        self.calls = [pda.calls(q) for q in range(pda.num_states)]
+        self.starts: list[int] = pda.rule_start.tolist()
+        self.need: list[int] = pda.need.tolist()
+        self.max_depth = art.max_depth
+        reachable_need = [x for x in self.need if x <= self.max_depth]
+        max_need = max(reachable_need) if reachable_need else 0
+        # Precomputed masks hold while a token's inline calls cannot meet the depth bound.
+        self.fast_headroom = art.inline_depth + max_need + 1
+        longest = max((len(b) for b in vocab.token_bytes), default=1)
+        # Past this headroom no depth check of one token's walk can fail.
+        self.headroom_clip = (longest + 2) * (pda.num_rules + 1) + max_need + 2
+        self.tokens = vocab.token_bytes
+        self.eos = np.asarray(art.eos_token_ids, dtype=np.int64)
+        self.words = bitmask_words(art.vocab_size)
+        self.uncertain = art.uncertain_mask if art.uncertain_mask is not None else np.zeros(0, dtype=np.int32)
+        self._ids: dict[int, NDArray[np.int64]] = {}
+        self._rows: dict[int, NDArray[np.uint32]] = {}
+        self._mask_memo: dict[Any, Any] = {}
+        self._step_memo: dict[Any, Any] = {}
+        self.misses = 0
+
+    # -- memo keyed on what a computation read ------------------------------------------------
+
+    def _key(self, config: Config, j: int) -> tuple[Any, ...]:
+        clip = self.headroom_clip
+        return tuple((s[-j:], min(self.max_depth - len(s), clip)) for s in config)
+
+    def _lookup(self, memo: dict[Any, Any], config: Config, extra: Any) -> tuple[Any, int]:
+        j = 1
+        while True:
+            got = memo.get((self._key(config, j), extra))
+            if got is None:
+                return None, j
+            if got is _DEEPER:
+                j += 1
+                continue
+            return got, j
+
+    def _store(self, memo: dict[Any, Any], config: Config, extra: Any, j: int, reach: int, value: Any) -> None:
+        if len(memo) >= MEMO_LIMIT:
+            for k in list(memo)[: MEMO_LIMIT // 4]:
+                del memo[k]
+        for jj in range(j, reach):
+            memo.setdefault((self._key(config, jj), extra), _DEEPER)
+        memo[(self._key(config, max(j, reach)), extra)] = value
+
+    # -- masks ----------------------------------------------------------------------------------
+
+    def _mask_ids(self, m: int) -> NDArray[np.int64]:
+        got = self._ids.get(m)
+        if got is None:
+            got = self.art.masks.allowed_ids(m)
+            self._ids[m] = got
+        return got
+
+    def _mask_row(self, m: int) -> NDArray[np.uint32]:
+        got = self._rows.get(m)
+        if got is None:
+            got = self.art.masks.dense_row(m).view(np.uint32)
+            self._rows[m] = got
+        return got
+
+    def mask(self, config: Config) -> tuple[NDArray[np.int32], bool]:
+        """The bitmask row of ``config`` and whether the output may end there (EOS allowed)."""
+        got, j = self._lookup(self._mask_memo, config, None)
+        if got is not None:
+            return got  # type: ignore[no-any-return]
+        self.misses += 1
+        w = _Walk(self, config)
+        closed = w.close([(i, 0, ()) for i in range(len(config))])
+        row = np.zeros(self.words, dtype=np.uint32)
+        candidates: list[NDArray[np.int64]] = []
+        can_end = False
+        for st in closed:
+            q = w.top(st)
+            if self.accepting[q] and not w.has_below(st):
+                can_end = True
+            unc = self._mask_ids(int(self.uncertain[q]))
+            if self.max_depth - w.length(st) >= self.fast_headroom:
+                row |= self._mask_row(int(self.art.state_mask[q]))
+            else:
+                candidates.append(self._mask_ids(int(self.art.state_mask[q])))
+            candidates.append(unc)
+        if candidates:
+            cand = np.unique(np.concatenate(candidates))
+            cand = cand[((row[cand >> 5] >> (cand & 31).astype(np.uint32)) & 1) == 0]
+            for t in cand.tolist():
+                if w.run(closed, self.tokens[t]):
+                    row[t >> 5] |= np.uint32(1 << (t & 31))
+        if can_end and self.eos.size:
+            np.bitwise_or.at(row, self.eos >> 5, (np.uint32(1) << (self.eos & 31).astype(np.uint32)))
+        result = (row.view(np.int32), can_end)
+        result[0].setflags(write=False)
+        self._store(self._mask_memo, config, None, j, max(w.reach), result)
+        return result
+
+    # -- steps ----------------------------------------------------------------------------------
+
+    def advance(self, config: Config, data: bytes, token: int | None = None) -> Config:
+        """The configuration after ``data`` (empty tuple: rejected). Memoized per token id."""
+        if token is not None:
+            got, j = self._lookup(self._step_memo, config, token)
+            if got is not None:
+                return self._apply(config, got)
+        w = _Walk(self, config)
+        out = w.run([(i, 0, ()) for i in range(len(config))], data)
+        rel = tuple(out)
+        if token is not None:
+            self._store(self._step_memo, config, token, j, max(w.reach), rel)
+        return self._apply(config, rel)
+
+    @staticmethod
+    def _apply(config: Config, rel: tuple[Derived, ...]) -> Config:
+        stacks = {config[i][: len(config[i]) - c] + pushed for i, c, pushed in rel}
+        return tuple(sorted(stacks))
+
+    def can_end(self, config: Config) -> bool:
+        return self.mask(config)[1]
+
+    def next_bytes(self, config: Config) -> set[int]:
+        """Bytes that can come next in ``config``."""
+        w = _Walk(self, config)
+        out: set[int] = set()
+        closed = w.close([(i, 0, ()) for i in range(len(config))])
+        for b in range(256):
+            if w.step(closed, b):
+                out.add(b)
+        return out
+
+    def forced(self, config: Config) -> bytes:
+        """Bytes every continuation must start with (stops where the output may end)."""
+        out = bytearray()
+        while len(out) < FORCED_LIMIT and not self.can_end(config):
+            nxt = self.next_bytes(config)
+            if len(nxt) != 1:
+                break
+            b = nxt.pop()
+            config = self.advance(config, bytes([b]))
+            out.append(b)
+        return bytes(out)
+
+
+_TERMINATED: Config = ()
+
+
+class PushdownMatcher:
+    """Tracks one output against a recursive artifact; the API of :class:`Matcher`."""
+
+    def __init__(self, artifact: Artifact) -> None:
+        vocab = getattr(artifact, "tokenizer", None)
+        if vocab is None:
+            raise ValueError(
+                "the matcher needs the tokenizer's token bytes: load the artifact with "
+                "load_artifact(path, tokenizer=maskc.load_tokenizer(spec))"
+            )
+        self.artifact = artifact
+        self._rt: PushdownRuntime = artifact.runtime()
+        self._eos = frozenset(artifact.eos_token_ids)
+        self._special = vocab.special_ids
+        self._tokens = vocab.token_bytes
+        self._history: list[Config] = [((0,),)]
+        self._forced: dict[Config, bytes] = {}
+
+    # -- state ----------------------------------------------------------------------------------
+
+    @property
+    def config(self) -> Config:
+        """The live stacks (bottom first), empty once terminated."""
+        return self._history[-1]
+
+    @property
+    def state(self) -> int:
+        """The top state of the first live stack (-2 once terminated)."""
+        c = self._history[-1]
+        return c[0][-1] if c else -2
+
+    @property
+    def depth(self) -> int:
+        """Stack depth: the most frames of any live stack (0 once terminated)."""
+        return max((len(s) for s in self._history[-1]), default=0)
+
+    @property
+    def num_accepted(self) -> int:
+        return len(self._history) - 1
+
+    def is_terminated(self) -> bool:
+        return not self._history[-1]
+
+    def can_terminate(self) -> bool:
+        c = self._history[-1]
+        return bool(c) and self._rt.can_end(c)
+
+    def reset(self) -> None:
+        self._history = [((0,),)]
+
+    def rollback(self, num_tokens: int = 1) -> None:
+        """Undo the last ``num_tokens`` accepted tokens (the stacks come back too)."""
+        if num_tokens < 0 or num_tokens > self.num_accepted:
+            raise ValueError(f"can roll back 0..{self.num_accepted} tokens, got {num_tokens}")
+        if num_tokens:
+            del self._history[-num_tokens:]
+
+    # -- stepping -------------------------------------------------------------------------------
+
+    def accept_token(self, token_id: int) -> bool:
+        """Advance by one token; False (state unchanged) if the grammar rejects it."""
+        c = self._history[-1]
+        if not c or not isinstance(token_id, (int, np.integer)):
+            return False
+        t = int(token_id)
+        if t in self._eos:
+            if self._rt.can_end(c):
+                self._history.append(_TERMINATED)
+                return True
+            return False
+        if t < 0 or t >= len(self._tokens) or t in self._special or not self._tokens[t]:
+            return False
+        nxt = self._rt.advance(c, self._tokens[t], t)
+        if not nxt:
+            return False
+        self._history.append(nxt)
+        return True
+
+    def accept_string(self, text: str | bytes) -> bool:
+        """Advance by raw bytes; False (state unchanged) if rejected. Not undoable by rollback."""
+        data = text.encode() if isinstance(text, str) else text
+        c = self._history[-1]
+        if not c:
+            return False
+        nxt = self._rt.advance(c, data)
+        if not nxt:
+            return False
+        self._history[-1] = nxt
+        return True
+
+    def allowed_token_ids(self) -> NDArray[np.int64]:
+        c = self._history[-1]
+        if not c:
+            return np.zeros(0, dtype=np.int64)
+        row = self._rt.mask(c)[0]
+        bits = np.unpackbits(row.view(np.uint8), bitorder="little")[: self.artifact.vocab_size]
+        return np.flatnonzero(bits)
+
+    def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> None:
+        """Write the allowed set into row ``index`` of an int32 ``[batch, ceil(V/32)]`` bitmask."""
+        words = bitmask_words(self.artifact.vocab_size)
+        shape = tuple(bitmask.shape)
+        if len(shape) != 2 or shape[1] != words:
+            raise ValueError(f"bitmask must have shape [batch, {words}], got {list(shape)}")
+        if not 0 <= index < shape[0]:
+            raise ValueError(f"index {index} out of range for batch {shape[0]}")
+        c = self._history[-1]
+        row = self._rt.mask(c)[0] if c else np.zeros(words, dtype=np.int32)
+        if isinstance(bitmask, np.ndarray):
+            bitmask[index, :] = row
+        else:
+            from maskc.artifacts.torch import copy_row
+
+            copy_row(bitmask, index, row, key=-1, cache=self.artifact._torch_rows)
+
+    # -- forced output --------------------------------------------------------------------------
+
+    def find_jump_forward_bytes(self) -> bytes:
+        c = self._history[-1]
+        if not c:
+            return b""
+        got = self._forced.get(c)
+        if got is None:
+            got = self._rt.forced(c)
+            if len(self._forced) > 1024:
+                self._forced.clear()
+            self._forced[c] = got
+        return got
+
+    def find_jump_forward_string(self) -> str:
+        data = self.find_jump_forward_bytes()
+        for cut in range(len(data), max(-1, len(data) - 4), -1):
+            try:
+                return data[:cut].decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+        return ""

@@ -1,0 +1,189 @@
+"""Token alignment for a pushdown automaton: a precomputed mask per state, plus the few
+tokens that only the live stack can decide.
+
+For a state ``q`` on top of any stack, a token is
+
+* **accepted** when some walk of its bytes from ``q`` stays inside ``q``'s frame: byte
+  steps of ``q``'s rule, and calls into rules that return within the token, at most
+  ``inline_depth`` levels deep. Such a walk never reads the stack below ``q``, so the token
+  is allowed whatever the context (given enough depth headroom; the runtime checks it);
+* **uncertain** when it is not accepted but some walk reaches, with bytes left, either an
+  accepting state of ``q``'s own frame (it could return into the caller and go on there) or
+  a call deeper than ``inline_depth``. The runtime resolves these against the live stack;
+* **rejected** otherwise, in every context.
+
+Both sets come from the vectorized DFA alignment (:func:`~maskc.compiler.align.align`) run
+over two automata built here by a subset construction over *local configurations*
+(return states pushed within the token, current state): one where escaping the frame
+kills the walk (accepted), one where it lets every remaining byte through (accepted or
+uncertain). Returns from the base frame at the token's first byte are not escapes: the
+runtime closes the stack under returns before a token starts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from maskc.compiler.align import TokenTable, align
+from maskc.compiler.dfa import DEAD, Dfa
+from maskc.compiler.errors import TimeLimitExceeded
+from maskc.compiler.pda import Pda
+
+__all__ = ["align_pda", "PdaMasks", "INLINE_DEPTH"]
+
+INLINE_DEPTH = 2  # call levels a token may enter and leave inside a state's precomputed mask
+MAX_LOCAL_STATES = 40_000  # past this the inline depth is lowered
+
+Local = tuple[tuple[int, ...], int]  # (return states pushed within the token, current state)
+
+
+class PdaMasks:
+    """Per PDA state: a mask id of the accepted tokens and one of the uncertain tokens."""
+
+    def __init__(self, accepted: NDArray[np.int32], uncertain: NDArray[np.int32], inline_depth: int) -> None:
+        self.accepted = accepted
+        self.uncertain = uncertain
+        self.inline_depth = inline_depth
+
+
+def _local_automata(pda: Pda, k: int, deadline: float | None) -> tuple[Dfa, Dfa, NDArray[np.int64], NDArray[np.int64]] | None:
+    """The 'accepted' and 'accepted or uncertain' automata and each PDA state's seed in them."""
+    trans = pda.dfa.trans.tolist()
+    accepting = pda.dfa.accepting.tolist()
+    calls = [pda.calls(q) for q in range(pda.num_states)]
+    starts = pda.rule_start.tolist()
+    nclasses = pda.dfa.num_classes
+
+    def closure(configs: set[Local], first: bool) -> tuple[frozenset[Local], bool]:
+        out: set[Local] = set()
+        esc = False
+        work = list(configs)
+        while work:
+            cfg = work.pop()
+            if cfg in out:
+                continue
+            out.add(cfg)
+            rs, q = cfg
+            for rule, ret in calls[q]:
+                if len(rs) < k:
+                    work.append((rs + (ret,), starts[rule]))
+                else:
+                    esc = True
+            if accepting[q]:
+                if rs:
+                    work.append((rs[:-1], rs[-1]))
+                elif not first:
+                    esc = True
+        return frozenset(out), esc
+
+    index: dict[tuple[frozenset[Local], bool], int] = {}
+    order: list[tuple[frozenset[Local], bool]] = []
+
+    def intern(key: tuple[frozenset[Local], bool]) -> int:
+        j = index.get(key)
+        if j is None:
+            j = len(order)
+            index[key] = j
+            order.append(key)
+        return j
+
+    seeds = np.asarray([intern(closure({((), q)}, True)) for q in range(pda.num_states)], dtype=np.int64)
+    rows: list[list[int]] = []
+    i = 0
+    while i < len(order):
+        if len(order) > MAX_LOCAL_STATES:
+            return None
+        if deadline is not None and (i & 255) == 0 and time.monotonic() > deadline:
+            raise TimeLimitExceeded("compile time (s)", limit=0)
+        configs, esc = order[i]
+        row = [DEAD] * nclasses
+        for cl in range(nclasses):
+            stepped = {(rs, trans[q][cl]) for rs, q in configs if trans[q][cl] >= 0}
+            nxt, e = closure(stepped, False)
+            e = e or esc
+            if nxt or e:
+                row[cl] = intern((nxt, e))
+        rows.append(row)
+        i += 1
+    any_t = np.asarray(rows, dtype=np.int32).reshape(len(rows), nclasses)
+    # the 'accepted' automaton: the same subsets with the escape flag dropped
+    local_ids: dict[frozenset[Local], int] = {}
+    local_of = np.full(len(order), DEAD, dtype=np.int64)
+    for j, (configs, _) in enumerate(order):
+        if configs:
+            local_of[j] = local_ids.setdefault(configs, len(local_ids))
+    local_t = np.full((len(local_ids), nclasses), DEAD, dtype=np.int32)
+    for j in range(len(order)):
+        lj = int(local_of[j])
+        if lj < 0:
+            continue
+        tgt = any_t[j]
+        lt = np.where(tgt >= 0, local_of[np.where(tgt >= 0, tgt, 0)], DEAD)
+        local_t[lj] = lt.astype(np.int32)
+    byte_class = pda.dfa.byte_class.copy()
+    d_any = Dfa(any_t, byte_class, np.zeros(len(order), dtype=np.bool_))
+    d_local = Dfa(local_t if local_t.size else np.full((1, nclasses), DEAD, dtype=np.int32), byte_class.copy(),
+                  np.zeros(max(1, len(local_ids)), dtype=np.bool_))
+    return d_local, d_any, local_of[seeds], seeds
+
+
+def align_pda(
+    pda: Pda,
+    table: TokenTable,
+    *,
+    add_mask: Callable[[NDArray[np.bool_]], int],
+    progress: Callable[[int, int], None] | None = None,
+    deadline: float | None = None,
+    inline_depth: int = INLINE_DEPTH,
+) -> PdaMasks:
+    """Accepted and uncertain token masks of every state of ``pda`` (EOS excluded: the
+    runtime allows it where the whole stack can finish).
+
+    Raises:
+        TimeLimitExceeded: ``deadline`` passed.
+    """
+    k = inline_depth
+    built = _local_automata(pda, k, deadline)
+    while built is None and k > 1:
+        k -= 1
+        built = _local_automata(pda, k, deadline)
+    if built is None:
+        built = _local_automata(pda, 0, deadline)
+        assert built is not None
+    d_local, d_any, seed_local, seed_any = built
+    no_eos = TokenTable(table.flat, table.offsets, table.walkable, (), table.vocab_size)
+    no_eos.__dict__["_slices"] = table.slices()
+    masks: list[NDArray[np.bool_]] = []
+
+    def collect(mask: NDArray[np.bool_]) -> int:
+        masks.append(mask)
+        return len(masks) - 1
+
+    if progress is not None:
+        progress(0, 2)
+    has_local = seed_local >= 0
+    local_ids = align(d_local, no_eos, add_mask=collect, deadline=deadline,
+                      only=np.unique(seed_local[has_local])) if has_local.any() else None
+    if progress is not None:
+        progress(1, 2)
+    any_ids = align(d_any, no_eos, add_mask=collect, deadline=deadline, only=np.unique(seed_any))
+    if progress is not None:
+        progress(2, 2)
+    empty = np.zeros(table.vocab_size, dtype=np.bool_)
+    accepted = np.empty(pda.num_states, dtype=np.int32)
+    uncertain = np.empty(pda.num_states, dtype=np.int32)
+    memo: dict[tuple[int, int], tuple[int, int]] = {}
+    for q in range(pda.num_states):
+        lm = int(local_ids[seed_local[q]]) if local_ids is not None and seed_local[q] >= 0 else -1
+        am = int(any_ids[seed_any[q]])
+        got = memo.get((lm, am))
+        if got is None:
+            loc = masks[lm] if lm >= 0 else empty
+            got = (add_mask(loc), add_mask(masks[am] & ~loc))
+            memo[(lm, am)] = got
+        accepted[q], uncertain[q] = got
+    return PdaMasks(accepted, uncertain, k)

@@ -1,0 +1,294 @@
+"""The pushdown automaton of a recursive grammar: one minimized DFA per rule, plus call edges.
+
+Input: the rules left by :func:`~maskc.compiler.rules.resolve_rules`. Output: a
+:class:`Pda` whose states are numbered globally (every rule's states in one table, the
+start rule's start state is 0). A state's byte transitions stay inside its rule; a *call
+edge* ``(rule, return state)`` enters ``rule`` at its start and, once that rule reaches an
+accepting state, continues the caller at ``return state``. An accepting state of the
+start rule ends the output.
+
+Construction: Thompson NFA of all rules, one subset construction with calls as extra
+symbols, pruning of rules that can never finish and of states that cannot reach an
+accepting state, Moore minimization over bytes and calls together, byte-class
+compression. Left recursion (a rule that can call itself without consuming a byte) is
+refused with the cycle named; :attr:`Pda.need` records how many more stack frames each
+state needs to finish, so that a run-time depth bound never strands the output.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from maskc.compiler.dfa import DEAD, Dfa, compress_classes, coreachable, determinize_rules
+from maskc.compiler.errors import EmptyLanguage, GrammarError, StateLimitExceeded
+from maskc.compiler.minimize import MAX_STATES, refine
+from maskc.compiler.nfa import lower_rules
+from maskc.compiler.options import CompileOptions
+from maskc.compiler.rules import ResolvedRules
+
+__all__ = ["Pda", "build_pda", "NEED_INF"]
+
+NEED_INF = 1 << 30
+
+
+@dataclass(frozen=True, slots=True)
+class Pda:
+    """Rules as one byte DFA over global states, with call edges in CSR form.
+
+    ``dfa.accepting[q]``: the rule of ``q`` may return at ``q`` (for the start rule: the
+    output may end). ``call_offsets[q]:call_offsets[q + 1]`` index the calls of ``q``
+    (``call_rule``, ``call_return``). ``rule_start[r]`` is rule ``r``'s start state (-1 for
+    a rule never called). ``need[q]``: the fewest stack frames above ``q``'s frame that
+    finishing ``q``'s rule requires.
+    """
+
+    dfa: Dfa
+    call_offsets: NDArray[np.int64]
+    call_rule: NDArray[np.int32]
+    call_return: NDArray[np.int32]
+    rule_start: NDArray[np.int32]
+    need: NDArray[np.int32]
+    rule_names: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        n = self.dfa.num_states
+        r = self.rule_start.shape[0]
+        if self.call_offsets.shape != (n + 1,) or int(self.call_offsets[-1]) != self.call_rule.shape[0]:
+            raise ValueError("call_offsets must be [states + 1] and end at the number of calls")
+        if self.call_return.shape != self.call_rule.shape or self.need.shape != (n,):
+            raise ValueError("call_return and need have the wrong shape")
+        if len(self.rule_names) != r:
+            raise ValueError("one name per rule")
+        if self.call_rule.size and (int(self.call_rule.min()) < 0 or int(self.call_rule.max()) >= r):
+            raise ValueError("call to an unknown rule")
+        if self.call_return.size and (int(self.call_return.min()) < 0 or int(self.call_return.max()) >= n):
+            raise ValueError("call return state out of range")
+        for arr in (self.call_offsets, self.call_rule, self.call_return, self.rule_start, self.need):
+            arr.setflags(write=False)
+
+    @property
+    def num_states(self) -> int:
+        return self.dfa.num_states
+
+    @property
+    def num_rules(self) -> int:
+        return int(self.rule_start.shape[0])
+
+    @property
+    def num_calls(self) -> int:
+        return int(self.call_rule.shape[0])
+
+    def calls(self, state: int) -> list[tuple[int, int]]:
+        """``(callee rule, return state)`` of every call edge of ``state``."""
+        a, b = int(self.call_offsets[state]), int(self.call_offsets[state + 1])
+        return list(zip(self.call_rule[a:b].tolist(), self.call_return[a:b].tolist()))
+
+
+def _live(byte_t: NDArray[np.int32], call_t: NDArray[np.int32], accepting: NDArray[np.bool_],
+          starts: list[int]) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """(states that can finish their rule, rules that can finish), by fixpoint over calls."""
+    r = call_t.shape[1]
+    productive = np.zeros(r, dtype=np.bool_)
+    while True:
+        usable = np.where(productive[None, :], call_t, DEAD).astype(np.int32)
+        live = coreachable(np.concatenate([byte_t, usable], axis=1), accepting)
+        now = live[np.asarray(starts, dtype=np.int64)]
+        if np.array_equal(now, productive):
+            return live, productive
+        productive = now
+
+
+def _reachable(byte_t: NDArray[np.int32], call_t: NDArray[np.int32], starts: list[int]) -> NDArray[np.bool_]:
+    n = byte_t.shape[0]
+    seen = np.zeros(n, dtype=np.bool_)
+    seen[starts[0]] = True
+    work = [starts[0]]
+    while work:
+        q = work.pop()
+        succ = [t for t in byte_t[q].tolist() if t >= 0]
+        for rule, t in enumerate(call_t[q].tolist()):
+            if t >= 0:
+                succ.extend((t, starts[rule]))
+        for t in succ:
+            if not seen[t]:
+                seen[t] = True
+                work.append(t)
+    return seen
+
+
+def _nullable_and_left_calls(pda_byte: NDArray[np.int32], call_t: NDArray[np.int32], accepting: NDArray[np.bool_],
+                             starts: NDArray[np.int32], names: tuple[str, ...]) -> None:
+    """Refuse left recursion: a cycle of rules each callable before any byte is consumed."""
+    r = call_t.shape[1]
+    nullable = np.zeros(r, dtype=np.bool_)
+
+    def zero_byte_closure(q0: int) -> list[int]:
+        seen = {q0}
+        work = [q0]
+        while work:
+            q = work.pop()
+            for rule, ret in enumerate(call_t[q].tolist()):
+                if ret >= 0 and nullable[rule] and ret not in seen:
+                    seen.add(ret)
+                    work.append(ret)
+        return list(seen)
+
+    changed = True
+    while changed:
+        changed = False
+        for rule in range(r):
+            s = int(starts[rule])
+            if s >= 0 and not nullable[rule] and any(accepting[q] for q in zero_byte_closure(s)):
+                nullable[rule] = True
+                changed = True
+    left: dict[int, set[int]] = {}
+    for rule in range(r):
+        s = int(starts[rule])
+        if s < 0:
+            continue
+        left[rule] = {callee for q in zero_byte_closure(s) for callee, ret in enumerate(call_t[q].tolist()) if ret >= 0}
+    # a cycle in the left-call graph (depth-first search with colours)
+    colour: dict[int, int] = {}
+    path: list[int] = []
+
+    def visit(v: int) -> list[int] | None:
+        colour[v] = 1
+        path.append(v)
+        for w in sorted(left.get(v, ())):
+            if colour.get(w) == 1:
+                return path[path.index(w):] + [w]
+            if w not in colour:
+                got = visit(w)
+                if got is not None:
+                    return got
+        colour[v] = 2
+        path.pop()
+        return None
+
+    for v in sorted(left):
+        if v not in colour:
+            cycle = visit(v)
+            if cycle is not None:
+                named = " -> ".join(names[i] for i in cycle)
+                raise GrammarError(
+                    f"left recursion: {named} (a rule can reach itself before consuming any byte)",
+                    hint="rewrite the rule with repetition (x ::= y z*) or as right recursion",
+                )
+
+
+def _need(byte_t: NDArray[np.int32], call_q: NDArray[np.int64], call_rule: NDArray[np.int32],
+          call_ret: NDArray[np.int32], starts: NDArray[np.int32], accepting: NDArray[np.bool_]) -> NDArray[np.int32]:
+    """Fewest extra frames each state needs to finish its rule (Bellman–Ford style fixpoint)."""
+    n = byte_t.shape[0]
+    need = np.where(accepting, 0, NEED_INF).astype(np.int64)
+    ext = np.empty(n + 1, dtype=np.int64)
+    for _ in range(n + 2):
+        ext[:n] = need
+        ext[n] = NEED_INF
+        via_bytes = ext[np.where(byte_t >= 0, byte_t, n)].min(axis=1) if byte_t.shape[1] else ext[:n] * 0 + NEED_INF
+        new = np.minimum(need, via_bytes)
+        if call_q.size:
+            cost = np.maximum(1 + need[starts[call_rule]], need[call_ret])
+            np.minimum.at(new, call_q, cost)
+        new = np.minimum(new, NEED_INF)
+        if np.array_equal(new, need):
+            break
+        need = new
+    return need.astype(np.int32)
+
+
+def build_pda(rules: ResolvedRules, options: CompileOptions, timings: dict[str, float] | None = None,
+              *, deadline: float | None = None) -> Pda:
+    """Build the minimized pushdown automaton of ``rules``.
+
+    Raises:
+        EmptyLanguage: the start rule can never finish (or not within ``options.max_depth``).
+        GrammarError: left recursion.
+        StateLimitExceeded, TimeLimitExceeded: the limits of ``options``.
+    """
+    t = timings if timings is not None else {}
+    lim = options.limits
+    t0 = time.perf_counter()
+    nfa = lower_rules(list(zip(rules.names, rules.bodies)), max_states=lim.max_nfa_states, deadline=deadline)
+    t1 = time.perf_counter()
+    trans, byte_class, accepting, starts = determinize_rules(nfa, max_states=lim.max_states, deadline=deadline)
+    t2 = time.perf_counter()
+    r = len(rules.names)
+    c = trans.shape[1] - r
+    byte_t, call_t = trans[:, :c], trans[:, c:]
+    live, productive = _live(byte_t, call_t, accepting, starts)
+    if not productive[0]:
+        raise EmptyLanguage(f"the start rule {rules.names[0]!r} can never finish")
+    call_t = np.where(productive[None, :] & (call_t >= 0), call_t, DEAD).astype(np.int32)
+    # drop edges into states that cannot finish
+    ok_b = (byte_t >= 0) & live[np.where(byte_t >= 0, byte_t, 0)]
+    byte_t = np.where(ok_b, byte_t, DEAD).astype(np.int32)
+    ok_c = (call_t >= 0) & live[np.where(call_t >= 0, call_t, 0)]
+    call_t = np.where(ok_c, call_t, DEAD).astype(np.int32)
+    keep = live & _reachable(byte_t, call_t, starts)
+    called = np.zeros(r, dtype=np.bool_)
+    called[0] = True
+    called[np.flatnonzero((call_t[keep] >= 0).any(axis=0))] = True
+    full = np.concatenate([byte_t, call_t], axis=1)
+    # Moore refinement over bytes and calls together: equal blocks have equal languages
+    # over the extended alphabet, so merging them keeps every rule's language.
+    if keep.sum() <= MAX_STATES:
+        init = np.where(keep, accepting.astype(np.int64), 2)
+        block = refine(full, init, deadline=deadline)
+    else:
+        block = np.arange(full.shape[0], dtype=np.int64)
+    start_arr = np.asarray(starts, dtype=np.int64)
+    # canonical numbering: breadth first from the start rule, columns in order, callee
+    # starts after each call column
+    order: list[int] = []
+    new_id: dict[int, int] = {}
+    rep: dict[int, int] = {}
+    for q in np.flatnonzero(keep).tolist():
+        rep.setdefault(int(block[q]), q)
+
+    def visit(q: int) -> None:
+        b = int(block[q])
+        if b not in new_id:
+            new_id[b] = len(order)
+            order.append(b)
+
+    visit(int(start_arr[0]))
+    i = 0
+    while i < len(order):
+        q = rep[order[i]]
+        for col, tgt in enumerate(full[q].tolist()):
+            if tgt >= 0:
+                visit(tgt)
+                if col >= c:
+                    visit(int(start_arr[col - c]))
+        i += 1
+    n = len(order)
+    if n > lim.max_states:
+        raise StateLimitExceeded("automaton states", limit=lim.max_states, got=n)
+    reps = np.asarray([rep[b] for b in order], dtype=np.int64)
+    remap = np.full(int(block.max()) + 1, DEAD, dtype=np.int64)
+    remap[np.asarray(order, dtype=np.int64)] = np.arange(n)
+    sub = full[reps]
+    sub = np.where(sub >= 0, remap[block[np.where(sub >= 0, sub, 0)]], DEAD).astype(np.int32)
+    acc = accepting[reps].copy()
+    rule_start = np.where(called, remap[block[start_arr]], DEAD).astype(np.int32)
+    compressed = compress_classes(Dfa(np.ascontiguousarray(sub[:, :c]), byte_class, acc))
+    calls = sub[:, c:]
+    call_q, call_rule = np.nonzero(calls >= 0)
+    call_ret = calls[call_q, call_rule].astype(np.int32)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum((calls >= 0).sum(axis=1), out=offsets[1:])
+    _nullable_and_left_calls(compressed.trans, calls, acc, rule_start, rules.names)
+    need = _need(compressed.trans, call_q.astype(np.int64), call_rule.astype(np.int32), call_ret, rule_start, acc)
+    if int(need[0]) + 1 > options.max_depth:
+        raise EmptyLanguage(
+            f"no output fits the nesting bound: the shortest one needs {int(need[0]) + 1} levels, "
+            f"max_depth is {options.max_depth}"
+        )
+    t3 = time.perf_counter()
+    t.update(nfa_ms=(t1 - t0) * 1e3, dfa_ms=(t2 - t1) * 1e3, minimize_ms=(t3 - t2) * 1e3)
+    return Pda(compressed, offsets, call_rule.astype(np.int32), call_ret, rule_start, need, rules.names)

@@ -1,0 +1,197 @@
+"""Rule resolution: which rules of a :class:`Grammar` stay rules, and inlining of the rest.
+
+A reference to a rule that is not part of a reference cycle is replaced by the rule's
+body (so a grammar without recursion becomes one regular expression and compiles to one
+DFA, exactly as before rules existed). Rules on a cycle stay callable: they become the
+pushdown automaton's rules. Input: a :class:`Grammar`; output: :class:`ResolvedRules`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from maskc.compiler.errors import GrammarError
+from maskc.compiler.ir import Alt, ByteSet, Fields, Grammar, Node, Product, Repeat, RuleRef, Seq, alt, rep, seq
+
+__all__ = ["ResolvedRules", "resolve_rules", "references"]
+
+# A non-recursive rule referenced more than once is kept as a call when its body is this
+# large: inlining it at every use would multiply the automaton.
+INLINE_MAX_NODES = 4000
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedRules:
+    """The rules that remain after inlining; rule 0 is the start rule.
+
+    ``regular`` is True when no reference remains (one rule, a regular language).
+    """
+
+    names: tuple[str, ...]
+    bodies: tuple[Node, ...]
+
+    @property
+    def regular(self) -> bool:
+        return len(self.names) == 1 and not references(self.bodies[0])
+
+
+def references(node: Node) -> set[str]:
+    """Names of the rules ``node`` refers to."""
+    out: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, RuleRef):
+            out.add(n.name)
+        elif isinstance(n, (Seq, Alt)):
+            stack.extend(n.items)
+        elif isinstance(n, Repeat):
+            stack.append(n.item)
+        elif isinstance(n, Fields):
+            stack.extend(x for x, _ in n.items)
+            stack.extend(x for x in (n.first, n.sep, n.close_nonempty, n.close_empty, n.rest) if x is not None)
+        elif isinstance(n, Product):
+            stack.extend((n.a, n.b))
+    return out
+
+
+def _size(node: Node) -> int:
+    count = 0
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        count += 1
+        if isinstance(n, (Seq, Alt)):
+            stack.extend(n.items)
+        elif isinstance(n, Repeat):
+            stack.append(n.item)
+        elif isinstance(n, Fields):
+            stack.extend(x for x, _ in n.items)
+            stack.extend(x for x in (n.first, n.sep, n.close_nonempty, n.close_empty, n.rest) if x is not None)
+        elif isinstance(n, Product):
+            stack.extend((n.a, n.b))
+    return count
+
+
+def _cyclic(graph: dict[str, set[str]]) -> set[str]:
+    """Rules on a reference cycle (Tarjan's strongly connected components, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: set[str] = set()
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work: list[tuple[str, list[str]]] = [(root, sorted(graph[root]))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, todo = work[-1]
+            if todo:
+                w = todo.pop()
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, sorted(graph[w])))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp: list[str] = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1 or v in graph[v]:
+                    out.update(comp)
+    return out
+
+
+def resolve_rules(grammar: Grammar) -> ResolvedRules:
+    """Inline every rule that is not on a reference cycle; keep the cyclic ones as rules.
+
+    Raises:
+        GrammarError: a reference names no rule.
+    """
+    bodies = grammar.rule_map
+    graph = {name: references(body) for name, body in bodies.items()}
+    for name, refs in graph.items():
+        missing = sorted(refs - bodies.keys())
+        if missing:
+            raise GrammarError(f"rule {name!r} refers to undefined rule {missing[0]!r}")
+    # only rules reachable from the start matter
+    reach = {grammar.start}
+    work = [grammar.start]
+    while work:
+        for r in graph[work.pop()]:
+            if r not in reach:
+                reach.add(r)
+                work.append(r)
+    graph = {n: graph[n] for n in bodies if n in reach}
+    keep = _cyclic(graph)
+    uses: dict[str, int] = {}
+    for n in graph:
+        for r in graph[n]:
+            uses[r] = uses.get(r, 0) + 1
+    memo: dict[str, Node] = {}
+    for n in graph:
+        if n not in keep and uses.get(n, 0) > 1 and _size(bodies[n]) > INLINE_MAX_NODES:
+            keep.add(n)
+
+    def expand(node: Node) -> Node:
+        if isinstance(node, RuleRef):
+            if node.name in keep:
+                return node
+            got = memo.get(node.name)
+            if got is None:
+                got = expand(bodies[node.name])
+                memo[node.name] = got
+            return got
+        if isinstance(node, Seq):
+            return seq(*(expand(x) for x in node.items))
+        if isinstance(node, Alt):
+            return alt(*(expand(x) for x in node.items))
+        if isinstance(node, Repeat):
+            return rep(expand(node.item), node.min, node.max)
+        if isinstance(node, Fields):
+            return Fields(
+                tuple((expand(x), r) for x, r in node.items),
+                expand(node.first), expand(node.sep), expand(node.close_nonempty),
+                None if node.close_empty is None else expand(node.close_empty),
+                None if node.rest is None else expand(node.rest),
+            )
+        if isinstance(node, Product):
+            return Product(expand(node.a), expand(node.b), node.op)
+        assert isinstance(node, ByteSet)
+        return node
+
+    order = [grammar.start] + sorted(keep - {grammar.start}, key=list(bodies).index)
+    if grammar.start not in keep and not (references(bodies[grammar.start]) & keep):
+        order = [grammar.start]
+    out_names: list[str] = []
+    out_bodies: list[Node] = []
+    for n in order:
+        out_names.append(n)
+        out_bodies.append(expand(bodies[n]))
+    # rules kept but no longer referenced from what remains are dropped
+    live = {out_names[0]}
+    work = [out_names[0]]
+    body_of = dict(zip(out_names, out_bodies))
+    while work:
+        for r in references(body_of[work.pop()]):
+            if r not in live:
+                live.add(r)
+                work.append(r)
+    pairs = [(n, b) for n, b in zip(out_names, out_bodies) if n in live]
+    return ResolvedRules(tuple(n for n, _ in pairs), tuple(b for _, b in pairs))

@@ -1,0 +1,266 @@
+"""Exact masks of recursive grammars against a brute-force oracle.
+
+The oracle knows nothing of automata: it enumerates every string of a small context-free
+grammar (written here as plain alternatives) up to a length, with rule nesting bounded
+like ``max_depth``, and derives the allowed tokens after a prefix from that set. The
+vocabulary has tokens that open or close several levels at once, cross from a string into
+structure, and split UTF-8 sequences.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Union
+
+import numpy as np
+import pytest
+
+from maskc.artifacts.artifact import Artifact
+from maskc.compiler.errors import EmptyLanguage, GrammarError
+from maskc.compiler.ir import Grammar, RuleRef, alt, lit, opt, seq, star, byte_set
+from maskc.compiler.options import CompileOptions
+from maskc.compiler.pipeline import compile_grammar
+from maskc.compiler.vocab import Vocabulary
+
+# -- the oracle's grammar form: rule -> alternatives; an item is a byte string, a rule
+# reference ("ref", name), a repetition ("star", [items]) or an option ("opt", [items]).
+Item = Union[bytes, tuple[str, object]]
+Cfg = dict[str, list[list[Item]]]
+
+
+def _freeze(x: object) -> object:
+    if isinstance(x, list):
+        return tuple(_freeze(y) for y in x)
+    if isinstance(x, tuple):
+        return tuple(_freeze(y) for y in x)
+    return x
+
+
+def enumerate_language(cfg: Cfg, start: str, max_depth: int, max_len: int) -> set[bytes]:
+    """Every string of ``cfg`` of at most ``max_len`` bytes, rule nesting at most ``max_depth``."""
+    rules = {name: _freeze(alts) for name, alts in cfg.items()}
+
+    @functools.lru_cache(maxsize=None)
+    def rule(name: str, depth: int, n: int) -> frozenset[bytes]:
+        if depth > max_depth:
+            return frozenset()
+        out: set[bytes] = set()
+        for alt_ in rules[name]:  # type: ignore[union-attr]
+            out |= items(alt_, depth, n)
+        return frozenset(out)
+
+    @functools.lru_cache(maxsize=None)
+    def items(its: tuple[object, ...], depth: int, n: int) -> frozenset[bytes]:
+        if not its:
+            return frozenset({b""})
+        out: set[bytes] = set()
+        for a in item(its[0], depth, n):
+            for b in items(its[1:], depth, n - len(a)):
+                out.add(a + b)
+        return frozenset(out)
+
+    @functools.lru_cache(maxsize=None)
+    def item(it: object, depth: int, n: int) -> frozenset[bytes]:
+        if isinstance(it, bytes):
+            return frozenset({it}) if len(it) <= n else frozenset()
+        kind, arg = it  # type: ignore[misc]
+        if kind == "ref":
+            return rule(arg, depth + 1, n)
+        if kind == "opt":
+            return frozenset({b""}) | items(arg, depth, n)
+        out = {b""}  # star: one non-empty repetition, then the rest
+        for a in items(arg, depth, n):
+            if a:
+                out |= {a + b for b in item(it, depth, n - len(a))}
+        return frozenset(out)
+
+    return set(rule(start, 1, max_len))
+
+
+def R(name: str) -> tuple[str, object]:
+    return ("ref", name)
+
+
+# Nested arrays with numbers and short strings (a string's bytes cross into structure).
+ARR_CFG: Cfg = {
+    "v": [
+        [b"[", ("opt", [R("v"), ("star", [b",", R("v")])]), b"]"],
+        [b"1"],
+        [b'"', ("opt", [b"\xc3\xa9"]), ("opt", [b"a"]), b'"'],
+    ],
+}
+V = RuleRef("v")
+ARR_IR = Grammar("v", (("v", alt(
+    seq(lit("["), opt(seq(V, star(seq(lit(","), V)))), lit("]")),
+    lit("1"),
+    seq(lit('"'), opt(lit("é")), opt(lit("a")), lit('"')),
+)),))
+
+# Objects whose values recurse: tokens such as '"}]},' close several levels.
+OBJ_CFG: Cfg = {
+    "o": [[b"{", ("opt", [b'"k":', R("o"), ("star", [b',"k":', R("o")])]), b"}"], [b"[", ("opt", [R("o")]), b"]"], [b"0"]],
+}
+O = RuleRef("o")
+OBJ_IR = Grammar("o", (("o", alt(
+    seq(lit("{"), opt(seq(lit('"k":'), O, star(seq(lit(',"k":'), O)))), lit("}")),
+    seq(lit("["), opt(O), lit("]")),
+    lit("0"),
+)),))
+
+# Mutual recursion through two rules, one of them nullable inside.
+MUT_CFG: Cfg = {
+    "a": [[b"(", ("opt", [R("b")]), b")"]],
+    "b": [[b"<", ("star", [R("a")]), b">"], [b"x"]],
+}
+MUT_IR = Grammar("a", (
+    ("a", seq(lit("("), opt(RuleRef("b")), lit(")"))),
+    ("b", alt(seq(lit("<"), star(RuleRef("a")), lit(">")), lit("x"))),
+))
+
+# Ambiguous: "a" may open a frame that needs a "b" or one that does not (several stacks).
+AMB_CFG: Cfg = {"s": [[b"a", R("s"), b"b"], [b"a", R("s")], [b"c"]]}
+S = RuleRef("s")
+AMB_IR = Grammar("s", (("s", alt(seq(lit("a"), S, lit("b")), seq(lit("a"), S), lit("c"))),))
+
+TOKENS = [
+    "[", "]", ",", "1", '"', "a", "é", b"\xc3", b"\xa9", "{", "}", ":", "k", "0", "(", ")", "<", ">", "x", "b", "c",
+    "[[", "[[[", "]]", "]]]", "],", "],[", "[1", "1]", "1]]", "1,", '"]', '",', '"a', 'a"', '"é', "é\"", '"]]',
+    '{"', '"k', '":', '"k":', '"k":{', '"k":[', '}]', "}}", '},"', '}]},', "]}", '"}', "{}", "[]", ",\"k\":",
+    "((", "))", "(<", ">)", "<(", ")>", "(x)", "aa", "ab", "bb", "ac", "cb", "abb",
+    "<eos>",
+]
+
+
+@pytest.fixture(scope="module")
+def vocab() -> Vocabulary:
+    return Vocabulary.from_tokens(TOKENS, eos="<eos>", name="pda-toy", vocab_size=len(TOKENS) + 3)
+
+
+def _art(grammar: Grammar, vocab: Vocabulary, max_depth: int) -> Artifact:
+    g = compile_grammar("test", repr(grammar), grammar, vocab, CompileOptions(max_depth=max_depth))
+    assert g.pda is not None
+    art = Artifact.from_bytes(Artifact.from_compiled(g, vocab).to_bytes())  # through the file format
+    art.tokenizer = vocab
+    return art
+
+
+CASES = [
+    ("arrays", ARR_IR, ARR_CFG, "v", 3, 7),
+    ("objects", OBJ_IR, OBJ_CFG, "o", 3, 9),
+    ("mutual", MUT_IR, MUT_CFG, "a", 4, 8),
+    ("ambiguous", AMB_IR, AMB_CFG, "s", 4, 7),
+]
+
+
+@pytest.mark.parametrize("name,grammar,cfg,start,max_depth,prefix_len", CASES, ids=[c[0] for c in CASES])
+def test_masks_match_the_oracle(name: str, grammar: Grammar, cfg: Cfg, start: str, max_depth: int, prefix_len: int,
+                                vocab: Vocabulary) -> None:
+    longest = max(len(b) for b in vocab.token_bytes)
+    # Every viable string here completes within 2 * max_depth + 1 more bytes: the
+    # enumeration bound leaves room for the prefix, the longest token and a completion.
+    bound = prefix_len + longest + 2 * max_depth + 1
+    language = enumerate_language(cfg, start, max_depth, bound)
+    prefixes = {w[:i] for w in language for i in range(len(w) + 1)}
+    art = _art(grammar, vocab, max_depth)
+    checked = 0
+    for p in sorted(x for x in prefixes if len(x) <= prefix_len):
+        m = art.matcher()
+        assert m.accept_string(p), p
+        expected = {t for t, b in enumerate(vocab.token_bytes) if b and t not in vocab.special_ids and p + b in prefixes}
+        if p in language:
+            expected |= set(vocab.eos_ids)
+        got = set(m.allowed_token_ids().tolist())
+        assert got == expected, (p, sorted(vocab.token_bytes[t] for t in got ^ expected))
+        # the bitmask agrees with the id list
+        bm = np.zeros((1, (art.vocab_size + 31) // 32), dtype=np.int32)
+        m.fill_next_token_bitmask(bm)
+        bits = np.unpackbits(bm[0].view(np.uint8), bitorder="little")[: art.vocab_size]
+        assert set(np.flatnonzero(bits).tolist()) == expected
+        checked += 1
+    assert checked >= 10
+
+
+@pytest.mark.parametrize("name,grammar,cfg,start,max_depth,prefix_len", CASES[:3], ids=[c[0] for c in CASES[:3]])
+def test_token_paths_accept_exactly_the_language(name: str, grammar: Grammar, cfg: Cfg, start: str, max_depth: int,
+                                                 prefix_len: int, vocab: Vocabulary) -> None:
+    """Greedy longest-token paths through every string: accepted, ended; rollback restores."""
+    language = enumerate_language(cfg, start, max_depth, 12)
+    art = _art(grammar, vocab, max_depth)
+    by_bytes = {b: t for t, b in enumerate(vocab.token_bytes) if b}
+    for w in sorted(language)[:300]:
+        m = art.matcher()
+        i = 0
+        while i < len(w):
+            j = max(k for k in range(i + 1, len(w) + 1) if w[i:k] in by_bytes)
+            assert m.accept_token(by_bytes[w[i:j]]), (w, w[i:j])
+            i = j
+        assert m.can_terminate(), w
+        n = m.num_accepted
+        m.rollback(n)
+        assert m.num_accepted == 0 and m.depth == 1
+        assert m.accept_string(w) and m.can_terminate()
+        assert m.accept_token(vocab.eos_ids[0]) and m.is_terminated()
+
+
+def test_depth_limit_accepts_n_and_rejects_the_token_that_makes_n_plus_one(vocab: Vocabulary) -> None:
+    art = _art(ARR_IR, vocab, 4)
+    m = art.matcher()
+    assert m.accept_token(vocab.token_bytes.index(b"[["))
+    assert m.accept_token(vocab.token_bytes.index(b"[["))  # four frames: the bottom one and three calls
+    assert m.depth == 4
+    assert not m.accept_token(vocab.token_bytes.index(b"["))  # a fifth frame
+    assert not m.accept_token(vocab.token_bytes.index(b"1]]"))  # an item in there is a fifth
+    allowed = {vocab.token_bytes[t] for t in m.allowed_token_ids().tolist()}
+    assert allowed == {b"]", b"]]", b"]]]", b"],", b"],["}
+    assert m.accept_token(vocab.token_bytes.index(b"],"))
+    assert not m.accept_token(vocab.token_bytes.index(b"[1"))  # the fourth level again: no item inside
+    assert m.accept_token(vocab.token_bytes.index(b"[]"))
+    assert m.accept_token(vocab.token_bytes.index(b"]]"))
+    assert not m.can_terminate()
+    assert m.accept_token(vocab.token_bytes.index(b"]"))
+    assert m.can_terminate()
+
+
+def test_left_recursion_is_refused_with_the_cycle(vocab: Vocabulary) -> None:
+    g = Grammar("e", (("e", alt(seq(RuleRef("t"), lit("+"), lit("1")), lit("1"))), ("t", alt(seq(RuleRef("e"), lit("*")), lit("2")))))
+    with pytest.raises(GrammarError, match=r"left recursion: e -> t -> e|left recursion: t -> e -> t"):
+        compile_grammar("test", "x", g, vocab, CompileOptions())
+
+
+def test_rule_with_no_finite_string_is_empty(vocab: Vocabulary) -> None:
+    g = Grammar("a", (("a", seq(lit("("), RuleRef("a"), lit(")"))),))
+    with pytest.raises(EmptyLanguage):
+        compile_grammar("test", "x", g, vocab, CompileOptions())
+
+
+def test_nesting_bound_too_small_for_any_output(vocab: Vocabulary) -> None:
+    g = Grammar("a", (("a", seq(lit("("), alt(RuleRef("b"), lit("x")), lit(")"))), ("b", seq(lit("<"), RuleRef("a"), lit(">")))))
+    _art(g, vocab, 3)  # a-b-a fits in three frames; x needs only one
+    g2 = Grammar("a", (("a", seq(lit("("), RuleRef("b"), lit(")"))), ("b", alt(seq(lit("<"), RuleRef("a"), lit(">")), lit("x")))))
+    with pytest.raises(EmptyLanguage, match="nesting bound"):
+        compile_grammar("test", "x", g2, vocab, CompileOptions(max_depth=1))
+
+
+def test_non_recursive_rules_are_inlined_into_one_dfa(vocab: Vocabulary) -> None:
+    g = Grammar("r", (("r", seq(RuleRef("x"), RuleRef("x"))), ("x", alt(lit("a"), lit("b")))))
+    cg = compile_grammar("test", "x", g, vocab, CompileOptions())
+    assert cg.pda is None
+    assert cg.dfa.accepts(b"ab") and not cg.dfa.accepts(b"a")
+
+
+def test_byte_sets_and_utf8_inside_recursion(byte_vocab: Vocabulary) -> None:
+    # a string of any byte but '"' inside nested lists: every byte token is exact
+    s = seq(lit('"'), star(byte_set(b"abc")), lit('"'))
+    g = Grammar("l", (("l", alt(seq(lit("("), star(RuleRef("l")), lit(")")), s)),))
+    art = _art(g, byte_vocab, 5)
+    m = art.matcher()
+    assert m.accept_string('(("ab")"c"(')
+    allowed = set(m.allowed_token_ids().tolist())
+    assert allowed == {ord("("), ord(")"), ord('"')}
+    assert not m.accept_string(')))')
+    assert m.accept_string('))') and m.can_terminate()
+    assert m.find_jump_forward_bytes() == b""
+    m2 = art.matcher()
+    assert m2.accept_string('("a')
+    assert set(m2.allowed_token_ids().tolist()) == {ord("a"), ord("b"), ord("c"), ord('"')}
+
