@@ -1,13 +1,12 @@
 """The public compile API: pipeline, content-addressed cache and :class:`Artifact` in one call.
 
-``compile_json_schema``, ``compile_regex``, ``compile_choice`` mirror XGrammar's compiler
-names; each returns an :class:`Artifact` with its tokenizer attached, ready for
-``artifact.matcher()``.
+``compile_json_schema``, ``compile_regex``, ``compile_gbnf``, ``compile_choice`` mirror
+XGrammar's compiler names and all go through :func:`compile_source`; each returns an
+:class:`Artifact` with its tokenizer attached, ready for ``artifact.matcher()``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import time
@@ -21,10 +20,11 @@ from maskc.artifacts.artifact import COMPILER_VERSION, Artifact
 from maskc.artifacts.cache import ArtifactCache, cache_key
 from maskc.compiler import pipeline
 from maskc.compiler.errors import ArtifactError, SchemaError, SizeLimitExceeded
-from maskc.compiler.options import CompileOptions, Limits, parse_whitespace
+from maskc.compiler.frontends.registry import frontend, grammar_sha256
+from maskc.compiler.options import DEFAULT_MAX_DEPTH, CompileOptions, Limits, parse_whitespace
 from maskc.compiler.vocab import Vocabulary
 
-__all__ = ["compile_json_schema", "compile_regex", "compile_choice", "make_options"]
+__all__ = ["compile_source", "compile_json_schema", "compile_regex", "compile_gbnf", "compile_choice", "make_options"]
 
 log = logging.getLogger("maskc")
 
@@ -32,8 +32,14 @@ CacheArg = bool | str | os.PathLike[str] | ArtifactCache | None
 
 
 def make_options(whitespace: str = "compact", lenient: bool = False, limits: Limits | None = None,
-                 any_depth: int = 3) -> CompileOptions:
-    return CompileOptions(parse_whitespace(whitespace), lenient, any_depth, limits or Limits())
+                 max_depth: int | None = None) -> CompileOptions:
+    """Compile options from their user-facing spellings.
+
+    Raises:
+        ValueError: a bad whitespace spec or ``max_depth``.
+    """
+    return CompileOptions(parse_whitespace(whitespace), lenient, limits=limits or Limits(),
+                          max_depth=DEFAULT_MAX_DEPTH if max_depth is None else max_depth)
 
 
 def _cache_of(cache: CacheArg) -> ArtifactCache | None:
@@ -46,12 +52,29 @@ def _cache_of(cache: CacheArg) -> ArtifactCache | None:
     return ArtifactCache(Path(cache))
 
 
-def _compile(kind: str, grammar: Any, tokenizer: Vocabulary, options: CompileOptions, cache: CacheArg,
-             build: Callable[[], pipeline.CompiledGrammar]) -> Artifact:
+def compile_source(
+    kind: str,
+    source: Any,
+    tokenizer: Vocabulary,
+    *,
+    options: CompileOptions | None = None,
+    cache: CacheArg = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Artifact:
+    """Compile a source of any registered kind (``json_schema``, ``regex``, ``choice``, ``gbnf``).
+
+    The grammar's identity (kind + canonical source text) is hashed once and used for both
+    the cache key and the artifact header.
+
+    Raises:
+        InputError, LimitExceeded: as the kind's ``compile_*`` function.
+    """
+    opts = options or make_options()
+    fe = frontend(kind)
+    canonical = fe.canonical(source)
+    gsha = grammar_sha256(kind, canonical)
     store = _cache_of(cache)
-    source = pipeline.source_of(kind, grammar)
-    gsha = hashlib.sha256(f"{kind}\n{source}".encode()).hexdigest()
-    key = cache_key(gsha, tokenizer.fingerprint, options.canonical_json(), COMPILER_VERSION)
+    key = cache_key(gsha, tokenizer.fingerprint, opts.canonical_json(), COMPILER_VERSION)
     t0 = time.perf_counter()
     if store is not None:
         raw = store.get(key)
@@ -67,10 +90,10 @@ def _compile(kind: str, grammar: Any, tokenizer: Vocabulary, options: CompileOpt
             except ArtifactError as e:
                 log.warning("cache entry %s is unusable (%s); rebuilding", store.path(key), e.message)
                 store.discard(key)
-    compiled = build()
+    compiled = pipeline.compile_source(kind, source, tokenizer, opts, progress=progress)
     art = Artifact.from_compiled(compiled, tokenizer)
-    if art.nbytes > options.limits.max_artifact_bytes:
-        raise SizeLimitExceeded("artifact bytes", limit=options.limits.max_artifact_bytes, got=art.nbytes)
+    if art.nbytes > opts.limits.max_artifact_bytes:
+        raise SizeLimitExceeded("artifact bytes", limit=opts.limits.max_artifact_bytes, got=art.nbytes)
     art.cache_hit = False
     art.timings = compiled.timings
     art.compile_ms = (time.perf_counter() - t0) * 1e3
@@ -88,6 +111,7 @@ def compile_json_schema(
     *,
     whitespace: str = "compact",
     lenient: bool = False,
+    max_depth: int | None = None,
     options: CompileOptions | None = None,
     cache: CacheArg = None,
     progress: Callable[[int, int], None] | None = None,
@@ -100,6 +124,8 @@ def compile_json_schema(
         whitespace: ``compact`` | ``pretty[:INDENT]`` | ``flexible[:N]``.
         lenient: compile without keywords it cannot enforce, recording them in
             ``artifact.not_enforced`` instead of failing.
+        max_depth: nesting bound of recursive schemas and free-form values, in stack
+            frames (default 32); a token that would nest deeper is rejected.
         options: full options (overrides ``whitespace`` and ``lenient``).
         cache: ``True`` for the user cache, a directory, or ``None`` for no cache.
         progress: called as ``progress(done, total)`` during mask computation.
@@ -115,14 +141,13 @@ def compile_json_schema(
         >>> art = maskc.compile_json_schema({"type": "boolean"}, tok)
         >>> m = art.matcher()
     """
-    opts = options or make_options(whitespace, lenient)
+    opts = options or make_options(whitespace, lenient, max_depth=max_depth)
     if isinstance(schema, (str, bytes)):
         try:
             schema = orjson.loads(schema)
         except orjson.JSONDecodeError as e:
             raise SchemaError(f"schema is not valid JSON: {e}") from e
-    return _compile("json_schema", schema, tokenizer, opts, cache,
-                    lambda: pipeline.compile_json_schema(schema, tokenizer, opts, progress=progress))
+    return compile_source("json_schema", schema, tokenizer, options=opts, cache=cache, progress=progress)
 
 
 def compile_regex(
@@ -134,9 +159,34 @@ def compile_regex(
     progress: Callable[[int, int], None] | None = None,
 ) -> Artifact:
     """Compile a regular expression that the whole output must match."""
-    opts = options or make_options()
-    return _compile("regex", pattern, tokenizer, opts, cache,
-                    lambda: pipeline.compile_regex(pattern, tokenizer, opts, progress=progress))
+    return compile_source("regex", pattern, tokenizer, options=options, cache=cache, progress=progress)
+
+
+def compile_gbnf(
+    text: str,
+    tokenizer: Vocabulary,
+    *,
+    max_depth: int | None = None,
+    options: CompileOptions | None = None,
+    cache: CacheArg = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Artifact:
+    """Compile a GBNF grammar (llama.cpp's format; the start rule is ``root``).
+
+    Args:
+        text: the grammar text.
+        tokenizer: from :func:`maskc.load_tokenizer`.
+        max_depth: nesting bound of recursive rules in stack frames (default 32).
+
+    Raises:
+        GrammarSyntaxError: with line, column and a caret. GrammarError: left recursion.
+        EmptyLanguage: ``root`` can never finish. LimitExceeded.
+
+    Example:
+        >>> art = maskc.compile_gbnf('root ::= "(" root ")" | "x"', tok)
+    """
+    opts = options or make_options(max_depth=max_depth)
+    return compile_source("gbnf", text, tokenizer, options=opts, cache=cache, progress=progress)
 
 
 def compile_choice(
@@ -148,7 +198,5 @@ def compile_choice(
     progress: Callable[[int, int], None] | None = None,
 ) -> Artifact:
     """Compile a closed list of literal outputs."""
-    opts = options or make_options()
-    return _compile("choice", list(choices), tokenizer, opts, cache,
-                    lambda: pipeline.compile_choice(choices, tokenizer, opts, progress=progress))
+    return compile_source("choice", list(choices), tokenizer, options=options, cache=cache, progress=progress)
 

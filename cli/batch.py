@@ -18,14 +18,17 @@ from typing import Any, Literal
 import orjson
 
 import maskc
+from maskc.artifacts.api import make_options
 from maskc.cli.errors import describe, describe_internal
 from maskc.compiler.errors import InputError, MaskcError
+from maskc.compiler.frontends.registry import kind_for_path
+from maskc.compiler.options import DEFAULT_MAX_DEPTH
 from maskc.compiler.vocab import Vocabulary
 
 __all__ = ["Job", "Kind", "Settings", "collect_jobs", "load_vocabulary", "read_json", "run_all", "run_job",
            "unwrap_schema"]
 
-Kind = Literal["json_schema", "regex", "choice"]
+Kind = Literal["json_schema", "regex", "choice", "gbnf"]
 Result = dict[str, Any]
 
 # Keywords that mark a JSON object as a schema when a directory is scanned; other JSON files
@@ -60,6 +63,7 @@ class Settings:
     lenient: bool
     cache: str | None
     out: str
+    max_depth: int = DEFAULT_MAX_DEPTH
 
 
 def load_vocabulary(s: Settings) -> Vocabulary:
@@ -92,14 +96,18 @@ def _looks_like_schema(doc: Any) -> bool:
 
 
 def _schema_files(
-    paths: Sequence[str], skipped: list[str]
+    paths: Sequence[str], skipped: list[str], *, gbnf: bool = False
 ) -> Iterator[tuple[Path, Any, dict[str, Any] | None]]:
     for arg in paths:
         p = Path(arg)
         if p.is_dir():
-            files = sorted(f for f in p.glob("*.json") if f.is_file())
+            files = sorted(f for f in [*p.glob("*.json"), *p.glob("*.gbnf")] if f.is_file())
             found = 0
             for f in files:
+                if gbnf or kind_for_path(str(f)) == "gbnf":
+                    found += 1
+                    yield (f, *read_text(f))
+                    continue
                 doc, failure = read_json(f)
                 doc = unwrap_schema(doc)
                 if failure is None and not _looks_like_schema(doc):
@@ -108,8 +116,10 @@ def _schema_files(
                 found += 1
                 yield f, doc, failure
             if not found:
-                raise InputError(f"no JSON Schema files in directory {p}",
-                                 hint="compile takes schema .json files or directories of them")
+                raise InputError(f"no JSON Schema or GBNF files in directory {p}",
+                                 hint="compile takes schema .json or .gbnf files, or directories of them")
+        elif p.is_file() and (gbnf or kind_for_path(str(p)) == "gbnf"):
+            yield (p, *read_text(p))
         elif p.is_file():
             doc, failure = read_json(p)
             yield p, unwrap_schema(doc), failure
@@ -147,9 +157,19 @@ def collect_jobs(paths: Sequence[str], kind: Kind) -> tuple[list[Job], list[str]
                 failure = describe(InputError(f"{p} must hold a JSON list of strings"))
             jobs.append(Job(str(p), stem_for(p.stem), kind, doc, failure))
     else:
-        for p, doc, failure in _schema_files(paths, skipped):
-            jobs.append(Job(str(p), stem_for(p.stem), kind, doc, failure))
+        for p, doc, failure in _schema_files(paths, skipped, gbnf=kind == "gbnf"):
+            file_kind: Kind = "gbnf" if kind == "gbnf" or kind_for_path(str(p)) == "gbnf" else "json_schema"
+            jobs.append(Job(str(p), stem_for(p.stem), file_kind, doc, failure))
     return jobs, skipped
+
+
+def read_text(path: Path) -> tuple[Any, dict[str, Any] | None]:
+    try:
+        return path.read_text(encoding="utf-8"), None
+    except UnicodeDecodeError as e:
+        return None, describe(InputError(f"{path} is not UTF-8 text: {e}"))
+    except OSError as e:
+        raise InputError(f"cannot read {path}: {e.strerror or e}") from e
 
 
 _vocab: Vocabulary | None = None
@@ -171,13 +191,9 @@ def run_job(job: Job, settings: Settings) -> Result:
         return result
     vocab = _vocab if _vocab is not None else load_vocabulary(settings)
     try:
-        if job.kind == "regex":
-            art = maskc.compile_regex(job.source, vocab, cache=settings.cache)
-        elif job.kind == "choice":
-            art = maskc.compile_choice(job.source, vocab, cache=settings.cache)
-        else:
-            art = maskc.compile_json_schema(job.source, vocab, whitespace=settings.whitespace,
-                                            lenient=settings.lenient, cache=settings.cache)
+        opts = make_options(settings.whitespace, settings.lenient, max_depth=settings.max_depth) \
+            if job.kind == "json_schema" else make_options(max_depth=settings.max_depth)
+        art = maskc.compile_source(job.kind, job.source, vocab, options=opts, cache=settings.cache)
         path = art.save(Path(settings.out) / f"{job.stem}.{vocab.fingerprint[:12]}.safetensors")
     except MaskcError as e:
         result["error"] = describe(e)

@@ -21,6 +21,7 @@ __all__ = [
     "JobsOpt",
     "JsonOpt",
     "LenientOpt",
+    "MaxDepthOpt",
     "NoCacheOpt",
     "OutOpt",
     "OutputFormat",
@@ -99,6 +100,13 @@ JobsOpt = Annotated[
     typer.Option("--jobs", "-j", min=1, metavar="N",
                  help="Compile N inputs in parallel processes."),
 ]
+MaxDepthOpt = Annotated[
+    int,
+    typer.Option("--max-depth", metavar="N", min=1, max=1024,
+                 help="Nesting bound of recursive grammars (stack frames): a token that would nest "
+                      "deeper is rejected. Recorded in the artifact."),
+]
+
 NoCacheOpt = Annotated[
     bool,
     typer.Option("--no-cache",

@@ -7,15 +7,16 @@ For a state ``q`` on top of any stack, a token is
   steps of ``q``'s rule, and calls into rules that return within the token, at most
   ``inline_depth`` levels deep. Such a walk never reads the stack below ``q``, so the token
   is allowed whatever the context (given enough depth headroom; the runtime checks it);
-* **uncertain** when it is not accepted but some walk reaches, with bytes left, either an
-  accepting state of ``q``'s own frame (it could return into the caller and go on there) or
-  a call deeper than ``inline_depth``. The runtime resolves these against the live stack;
+* **uncertain** when it is not accepted but some walk returns past ``q``'s frame with bytes
+  left and goes on at a place where ``q``'s rule returns to in some caller (XGrammar calls
+  this context expansion), or enters a call deeper than ``inline_depth``. The runtime
+  resolves these against the live stack;
 * **rejected** otherwise, in every context.
 
 Both sets come from the vectorized DFA alignment (:func:`~maskc.compiler.align.align`) run
 over two automata built here by a subset construction over *local configurations*
-(return states pushed within the token, current state): one where escaping the frame
-kills the walk (accepted), one where it lets every remaining byte through (accepted or
+(return states pushed within the token, current state): one where leaving the frame kills
+the walk (accepted), one where it goes on in the over-approximated callers (accepted or
 uncertain). Returns from the base frame at the token's first byte are not escapes: the
 runtime closes the stack under returns before a token starts.
 """
@@ -50,16 +51,57 @@ class PdaMasks:
         self.inline_depth = inline_depth
 
 
+def _return_points(pda: Pda) -> list[list[int]]:
+    """Per state: where its rule(s) can return to, in any caller (context expansion).
+
+    A state belongs to every rule whose start reaches it by bytes and call-return edges
+    (minimization may share a state between rules); the start rule, not called, has none.
+    """
+    n = pda.num_states
+    returns: dict[int, set[int]] = {}
+    for q in range(n):
+        for rule, ret in pda.calls(q):
+            returns.setdefault(rule, set()).add(ret)
+    out: list[set[int]] = [set() for _ in range(n)]
+    trans = pda.dfa.trans
+    for rule, start in enumerate(pda.rule_start.tolist()):
+        if start < 0 or rule not in returns:
+            continue
+        seen = {start}
+        work = [start]
+        while work:
+            q = work.pop()
+            out[q] |= returns[rule]
+            succ = [t for t in trans[q].tolist() if t >= 0] + [ret for _, ret in pda.calls(q)]
+            for t in succ:
+                if t not in seen:
+                    seen.add(t)
+                    work.append(t)
+    return [sorted(x) for x in out]
+
+
+Subset = tuple[frozenset[Local], frozenset[Local], bool]  # (inside the frame, past it, loose)
+
+
 def _local_automata(pda: Pda, k: int, deadline: float | None) -> tuple[Dfa, Dfa, NDArray[np.int64], NDArray[np.int64]] | None:
-    """The 'accepted' and 'accepted or uncertain' automata and each PDA state's seed in them."""
+    """The 'accepted' and 'accepted or uncertain' automata and each PDA state's seed in them.
+
+    A subset holds the configurations still inside the starting frame, those that
+    returned past it (continuing at the frame's possible return points, callers unknown:
+    an over-approximation), and a flag for walks no longer tracked at all (a call deeper
+    than ``k``), which accept any remaining bytes.
+    """
     trans = pda.dfa.trans.tolist()
     accepting = pda.dfa.accepting.tolist()
     calls = [pda.calls(q) for q in range(pda.num_states)]
     starts = pda.rule_start.tolist()
+    returns = _return_points(pda)
     nclasses = pda.dfa.num_classes
 
-    def closure(configs: set[Local], first: bool) -> tuple[frozenset[Local], bool]:
+    def closure(configs: set[Local], first: bool, inner: bool) -> tuple[frozenset[Local], set[Local], bool]:
+        """(closed configs, configs that left the frame, loose) from ``configs``."""
         out: set[Local] = set()
+        left: set[Local] = set()
         esc = False
         work = list(configs)
         while work:
@@ -77,13 +119,21 @@ def _local_automata(pda: Pda, k: int, deadline: float | None) -> tuple[Dfa, Dfa,
                 if rs:
                     work.append((rs[:-1], rs[-1]))
                 elif not first:
-                    esc = True
-        return frozenset(out), esc
+                    if inner:
+                        left.update(((), r) for r in returns[q])
+                    else:
+                        work.extend(((), r) for r in returns[q])
+        return frozenset(out), left, esc
 
-    index: dict[tuple[frozenset[Local], bool], int] = {}
-    order: list[tuple[frozenset[Local], bool]] = []
+    def close_both(inner_cfgs: set[Local], outer_cfgs: set[Local], first: bool) -> tuple[frozenset[Local], frozenset[Local], bool]:
+        a, left, e1 = closure(inner_cfgs, first, True)
+        b, _, e2 = closure(outer_cfgs | left, first, False)
+        return a, b, e1 or e2
 
-    def intern(key: tuple[frozenset[Local], bool]) -> int:
+    index: dict[Subset, int] = {}
+    order: list[Subset] = []
+
+    def intern(key: Subset) -> int:
         j = index.get(key)
         if j is None:
             j = len(order)
@@ -91,7 +141,7 @@ def _local_automata(pda: Pda, k: int, deadline: float | None) -> tuple[Dfa, Dfa,
             order.append(key)
         return j
 
-    seeds = np.asarray([intern(closure({((), q)}, True)) for q in range(pda.num_states)], dtype=np.int64)
+    seeds = np.asarray([intern(close_both({((), q)}, set(), True)) for q in range(pda.num_states)], dtype=np.int64)
     rows: list[list[int]] = []
     i = 0
     while i < len(order):
@@ -99,21 +149,22 @@ def _local_automata(pda: Pda, k: int, deadline: float | None) -> tuple[Dfa, Dfa,
             return None
         if deadline is not None and (i & 255) == 0 and time.monotonic() > deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
-        configs, esc = order[i]
+        inner, outer, esc = order[i]
         row = [DEAD] * nclasses
         for cl in range(nclasses):
-            stepped = {(rs, trans[q][cl]) for rs, q in configs if trans[q][cl] >= 0}
-            nxt, e = closure(stepped, False)
+            si = {(rs, trans[q][cl]) for rs, q in inner if trans[q][cl] >= 0}
+            so = {(rs, trans[q][cl]) for rs, q in outer if trans[q][cl] >= 0}
+            a, b, e = close_both(si, so, False)
             e = e or esc
-            if nxt or e:
-                row[cl] = intern((nxt, e))
+            if a or b or e:
+                row[cl] = intern((a, b, e))
         rows.append(row)
         i += 1
     any_t = np.asarray(rows, dtype=np.int32).reshape(len(rows), nclasses)
-    # the 'accepted' automaton: the same subsets with the escape flag dropped
+    # the 'accepted' automaton: the same subsets, inside configurations only
     local_ids: dict[frozenset[Local], int] = {}
     local_of = np.full(len(order), DEAD, dtype=np.int64)
-    for j, (configs, _) in enumerate(order):
+    for j, (configs, _, _) in enumerate(order):
         if configs:
             local_of[j] = local_ids.setdefault(configs, len(local_ids))
     local_t = np.full((len(local_ids), nclasses), DEAD, dtype=np.int32)

@@ -9,7 +9,6 @@ stage and returns a :class:`CompiledGrammar`: plain arrays plus the facts an art
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,16 +24,16 @@ from maskc.compiler.pda import Pda, build_pda
 from maskc.compiler.rules import resolve_rules
 from maskc.compiler.dfa import Dfa, compress_classes, coreachable, determinize, prune
 from maskc.compiler.errors import NonTerminating, SchemaError, StateLimitExceeded, TimeLimitExceeded
-from maskc.compiler.frontends.json_schema import schema_to_ir
-from maskc.compiler.frontends.regex import regex_to_ir
-from maskc.compiler.ir import Grammar, Node, alt, lit
+from maskc.compiler.frontends.registry import frontend, grammar_sha256
+from maskc.compiler.ir import Grammar, Node
 from maskc.compiler.maskstore import MaskStore, MaskStoreBuilder
 from maskc.compiler.minimize import minimize
 from maskc.compiler.nfa import lower
 from maskc.compiler.options import CompileOptions
 from maskc.compiler.vocab import Vocabulary
 
-__all__ = ["CompiledGrammar", "compile_ir", "compile_grammar", "compile_json_schema", "compile_regex", "compile_choice", "token_table", "grammar_dfa", "source_of"]
+__all__ = ["CompiledGrammar", "compile_ir", "compile_grammar", "compile_source", "compile_json_schema", "compile_regex",
+           "compile_choice", "compile_gbnf", "token_table", "grammar_dfa", "source_of"]
 
 Progress = Callable[[int, int], None]
 
@@ -57,7 +56,7 @@ class CompiledGrammar:
 
     @property
     def source_sha256(self) -> str:
-        return hashlib.sha256(f"{self.kind}\n{self.source}".encode()).hexdigest()
+        return grammar_sha256(self.kind, self.source)
 
 
 def token_table(vocab: Vocabulary) -> TokenTable:
@@ -216,47 +215,57 @@ def compile_grammar(
 
 def source_of(kind: str, grammar: Any) -> str:
     """Canonical source text of a grammar (its hash is the artifact's grammar identity)."""
-    if kind == "regex":
-        return str(grammar)
-    # JSON keeps key order: property order is part of a schema's meaning here.
-    return orjson.dumps(grammar).decode()
+    return frontend(kind).canonical(grammar)
+
+
+def compile_source(
+    kind: str, source: Any, vocab: Vocabulary, options: CompileOptions | None = None, *,
+    progress: Progress | None = None,
+) -> CompiledGrammar:
+    """Compile a source of any registered kind (``json_schema``, ``regex``, ``choice``, ``gbnf``).
+
+    Raises:
+        InputError (SchemaError, UnsupportedKeyword, RegexSyntaxError, GrammarSyntaxError,
+        GrammarError, EmptyLanguage), LimitExceeded.
+    """
+    opts = options or CompileOptions()
+    fe = frontend(kind)
+    t: dict[str, float] = {}
+    t0 = time.perf_counter()
+    text = fe.canonical(source)
+    grammar, not_enforced = fe.to_grammar(source, opts)
+    t["frontend_ms"] = (time.perf_counter() - t0) * 1e3
+    return compile_grammar(kind, text, grammar, vocab, opts, not_enforced=not_enforced, progress=progress, timings=t)
 
 
 def compile_json_schema(
     schema: Any, vocab: Vocabulary, options: CompileOptions | None = None, *, progress: Progress | None = None
 ) -> CompiledGrammar:
     """Compile a JSON Schema (a parsed value, or JSON text) for ``vocab``."""
-    opts = options or CompileOptions()
     if isinstance(schema, (str, bytes)):
         try:
             schema = orjson.loads(schema)
         except orjson.JSONDecodeError as e:
             raise SchemaError(f"not valid JSON: {e}") from e
-    t: dict[str, float] = {}
-    t0 = time.perf_counter()
-    grammar, not_enforced = schema_to_ir(schema, opts)
-    t["frontend_ms"] = (time.perf_counter() - t0) * 1e3
-    if not isinstance(grammar, Grammar):
-        grammar = Grammar.single(grammar)
-    return compile_grammar("json_schema", source_of("json_schema", schema), grammar, vocab, opts,
-                           not_enforced=not_enforced, progress=progress, timings=t)
+    return compile_source("json_schema", schema, vocab, options, progress=progress)
 
 
 def compile_regex(
     pattern: str, vocab: Vocabulary, options: CompileOptions | None = None, *, progress: Progress | None = None
 ) -> CompiledGrammar:
     """Compile a regular expression (whole-output match) for ``vocab``."""
-    opts = options or CompileOptions()
-    node = regex_to_ir(pattern)
-    return compile_ir("regex", pattern, node, vocab, opts, progress=progress)
+    return compile_source("regex", pattern, vocab, options, progress=progress)
 
 
 def compile_choice(
     choices: Sequence[str], vocab: Vocabulary, options: CompileOptions | None = None, *, progress: Progress | None = None
 ) -> CompiledGrammar:
     """Compile a closed list of literal outputs for ``vocab``."""
-    opts = options or CompileOptions()
-    if not choices or not all(isinstance(c, str) for c in choices):
-        raise SchemaError("a choice list must be a non-empty list of strings")
-    node = alt(*(lit(c) for c in choices))
-    return compile_ir("choice", source_of("choice", list(choices)), node, vocab, opts, progress=progress)
+    return compile_source("choice", list(choices), vocab, options, progress=progress)
+
+
+def compile_gbnf(
+    text: str, vocab: Vocabulary, options: CompileOptions | None = None, *, progress: Progress | None = None
+) -> CompiledGrammar:
+    """Compile a GBNF grammar (llama.cpp's format; the start rule is ``root``) for ``vocab``."""
+    return compile_source("gbnf", text, vocab, options, progress=progress)

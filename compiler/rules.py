@@ -1,7 +1,8 @@
 """Rule resolution: which rules of a :class:`Grammar` stay rules, and inlining of the rest.
 
-A reference to a rule that is not part of a reference cycle is replaced by the rule's
-body (so a grammar without recursion becomes one regular expression and compiles to one
+A rule that refers to itself only at its end becomes a loop (``R ::= B R | A`` is
+``B* A``: tail recursion, as in GBNF's ``ws ::= [ ]ws | ""``). A reference to a rule that
+is not part of a reference cycle is then replaced by the rule's body (so a grammar without recursion becomes one regular expression and compiles to one
 DFA, exactly as before rules existed). Rules on a cycle stay callable: they become the
 pushdown automaton's rules. Input: a :class:`Grammar`; output: :class:`ResolvedRules`.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from maskc.compiler.errors import GrammarError
-from maskc.compiler.ir import Alt, ByteSet, Fields, Grammar, Node, Product, Repeat, RuleRef, Seq, alt, rep, seq
+from maskc.compiler.ir import EMPTY, Alt, ByteSet, Fields, Grammar, Node, Product, Repeat, RuleRef, Seq, alt, rep, seq, star
 
 __all__ = ["ResolvedRules", "resolve_rules", "references"]
 
@@ -118,6 +119,48 @@ def _cyclic(graph: dict[str, set[str]]) -> set[str]:
     return out
 
 
+def _tail_split(node: Node, name: str) -> tuple[list[Node], list[Node]] | None:
+    """``node`` as ``(B_1 | ... ) name | (A_1 | ...)`` when ``name`` occurs only in tail position."""
+    if isinstance(node, RuleRef) and node.name == name:
+        return [EMPTY], []
+    if name not in references(node):
+        return [], [node]
+    if isinstance(node, Alt):
+        loops: list[Node] = []
+        exits: list[Node] = []
+        for item in node.items:
+            got = _tail_split(item, name)
+            if got is None:
+                return None
+            loops += got[0]
+            exits += got[1]
+        return loops, exits
+    if isinstance(node, Seq):
+        head = node.items[:-1]
+        if any(name in references(x) for x in head):
+            return None
+        got = _tail_split(node.items[-1], name)
+        if got is None:
+            return None
+        return [seq(*head, b) for b in got[0]], [seq(*head, a) for a in got[1]]
+    if isinstance(node, Repeat) and node.min == 0 and node.max == 1:
+        got = _tail_split(node.item, name)
+        return None if got is None else (got[0], [EMPTY, *got[1]])
+    return None
+
+
+def tail_loop(name: str, body: Node) -> Node | None:
+    """A rule that refers to itself only at its end is a loop: ``R ::= B R | A`` is ``B* A``.
+
+    Returns the loop (with no reference to ``name``), or None when the rule has another
+    kind of self-reference (or calls itself before consuming anything).
+    """
+    got = _tail_split(body, name)
+    if got is None or not got[0] or any(b == EMPTY for b in got[0]):
+        return None
+    return seq(star(alt(*got[0])), alt(*got[1]))
+
+
 def resolve_rules(grammar: Grammar) -> ResolvedRules:
     """Inline every rule that is not on a reference cycle; keep the cyclic ones as rules.
 
@@ -125,6 +168,10 @@ def resolve_rules(grammar: Grammar) -> ResolvedRules:
         GrammarError: a reference names no rule.
     """
     bodies = grammar.rule_map
+    for name, body in list(bodies.items()):
+        loop = tail_loop(name, body)
+        if loop is not None:
+            bodies[name] = loop
     graph = {name: references(body) for name, body in bodies.items()}
     for name, refs in graph.items():
         missing = sorted(refs - bodies.keys())

@@ -15,15 +15,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from maskc.artifacts.api import compile_choice, compile_json_schema, compile_regex
+from maskc.artifacts.api import compile_choice, compile_gbnf, compile_json_schema, compile_regex, compile_source
 from maskc.artifacts.artifact import COMPILER_VERSION, Artifact, load_artifact
 from maskc.artifacts.bitmask import allocate_bitmask_np, unpack_bitmask
 from maskc.artifacts.matcher import Matcher
+from maskc.artifacts.pushdown import PushdownMatcher
 from maskc.compiler.errors import (
     ArtifactCorrupt,
     ArtifactError,
     ArtifactVersionMismatch,
     EmptyLanguage,
+    GrammarError,
+    GrammarSyntaxError,
     LimitExceeded,
     MaskcError,
     RegexSyntaxError,
@@ -45,9 +48,12 @@ __all__ = [
     "compile_json_schema",
     "compile_regex",
     "compile_choice",
+    "compile_gbnf",
+    "compile_source",
     "load_artifact",
     "Artifact",
     "Matcher",
+    "PushdownMatcher",
     "CompileOptions",
     "Limits",
     "allocate_token_bitmask",
@@ -60,6 +66,8 @@ __all__ = [
     "UnsupportedKeyword",
     "RegexSyntaxError",
     "EmptyLanguage",
+    "GrammarError",
+    "GrammarSyntaxError",
     "LimitExceeded",
     "TokenizerError",
     "ArtifactError",

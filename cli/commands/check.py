@@ -19,9 +19,10 @@ import typer
 from maskc.cli import render
 from maskc.cli.errors import EXIT_FAILED, guard
 from maskc.cli.grammar import load_grammar
-from maskc.cli.options import FormatOpt, JsonOpt, LenientOpt, NoCacheOpt, WhitespaceOpt, resolve_format
+from maskc.cli.options import FormatOpt, JsonOpt, LenientOpt, MaxDepthOpt, NoCacheOpt, WhitespaceOpt, resolve_format
 from maskc.cli.output import Output
 from maskc.compiler.errors import InputError
+from maskc.compiler.options import DEFAULT_MAX_DEPTH
 
 __all__ = ["EPILOG", "check_command", "read_prompts"]
 
@@ -66,13 +67,16 @@ def _budget(value: str) -> int | str:
 @guard
 def check_command(
     grammar: Annotated[str | None, typer.Argument(
-        metavar="SCHEMA|ARTIFACT", show_default=False,
+        metavar="SCHEMA|GRAMMAR|ARTIFACT", show_default=False,
         help="A JSON Schema file or a .safetensors artifact built for the model's tokenizer.")] = None,
     model: Annotated[str, typer.Option(
         "--model", "-m", metavar="SPEC",
         help="Model folder (safetensors), .gguf file, or hub id.")] = "",
     regex: Annotated[str | None, typer.Option("--regex", metavar="RX",
                                               help="Check a regular expression instead.")] = None,
+    gbnf: Annotated[str | None, typer.Option("--gbnf", metavar="FILE",
+                                             help="A GBNF grammar file (llama.cpp's format) instead.")] = None,
+    max_depth: MaxDepthOpt = DEFAULT_MAX_DEPTH,
     prompt: Annotated[str | None, typer.Option(
         "--prompt", "-p", metavar="TEXT",
         help="The instruction; the grammar is appended to it.", rich_help_panel="Prompts")] = None,
@@ -119,7 +123,8 @@ def check_command(
     instructions: list[str | None] = list(read_prompts(prompts)) if prompts is not None else [prompt]
     quiet_transformers()
     loaded = load_model(model, device=device)
-    art = load_grammar(grammar, regex, loaded.vocab, whitespace=whitespace, lenient=lenient, cache=not no_cache)
+    art = load_grammar(grammar, regex, loaded.vocab, whitespace=whitespace, lenient=lenient,
+                       cache=not no_cache, gbnf=gbnf, max_depth=max_depth)
     texts = [default_prompt(art, p) for p in instructions]
     total = len(texts) * samples * (2 if baseline else 1) + (len(texts) if adversarial else 0)
     with out.progress(total, "decoding") as bar:

@@ -22,6 +22,7 @@ from maskc.cli.options import (
     JobsOpt,
     JsonOpt,
     LenientOpt,
+    MaxDepthOpt,
     NoCacheOpt,
     OutOpt,
     TokenizerOpt,
@@ -31,6 +32,7 @@ from maskc.cli.options import (
 )
 from maskc.cli.output import Output
 from maskc.compiler.errors import InputError
+from maskc.compiler.options import DEFAULT_MAX_DEPTH
 
 __all__ = ["EPILOG", "compile_command"]
 
@@ -42,6 +44,7 @@ EPILOG = """\
   maskc compile schemas/ --jobs 8 --tokenizer ./model/tokenizer.json --eos "<|im_end|>"
   maskc compile --regex '[0-9]{3}-[0-9]{4}' --tokenizer model.gguf
   maskc compile --choice labels.json
+  maskc compile grammar.gbnf --max-depth 16
 """
 
 
@@ -57,7 +60,7 @@ def _eos(values: list[str] | None) -> tuple[int | str, ...] | None:
 def compile_command(
     paths: Annotated[list[str], typer.Argument(
         metavar="PATH", show_default=False,
-        help="Schema .json files or directories of them (each *.json, not recursive); "
+        help="Schema .json files, GBNF .gbnf grammars, or directories of them (not recursive); "
              "regexes with --regex; JSON lists of strings with --choice.")],
     tokenizer: TokenizerOpt = DEFAULT_TOKENIZER,
     out_dir: OutOpt = Path("maskc-artifacts"),
@@ -66,6 +69,8 @@ def compile_command(
     lenient: LenientOpt = False,
     regex: Annotated[bool, typer.Option(help="Each PATH is a regular expression.")] = False,
     choice: Annotated[bool, typer.Option(help="Each PATH is a JSON list of strings.")] = False,
+    gbnf: Annotated[bool, typer.Option(help="Each PATH is a GBNF grammar (also implied by a .gbnf name).")] = False,
+    max_depth: MaxDepthOpt = DEFAULT_MAX_DEPTH,
     eos: EosOpt = None,
     vocab_size: VocabSizeOpt = None,
     no_cache: NoCacheOpt = False,
@@ -73,15 +78,15 @@ def compile_command(
     json_flag: JsonOpt = False,
 ) -> None:
     """Compile schemas, regexes or choice lists into token-mask artifacts for one tokenizer."""
-    if regex and choice:
-        raise typer.BadParameter("use --regex or --choice, not both", param_hint="--regex/--choice")
+    if regex + choice + gbnf > 1:
+        raise typer.BadParameter("use one of --regex, --choice, --gbnf", param_hint="--regex/--choice/--gbnf")
     out = Output(resolve_format(fmt, json_flag))
-    kind: batch.Kind = "regex" if regex else "choice" if choice else "json_schema"
+    kind: batch.Kind = "regex" if regex else "choice" if choice else "gbnf" if gbnf else "json_schema"
     if kind != "json_schema" and (lenient or whitespace != "compact"):
         out.warn("--whitespace and --lenient apply to JSON Schemas only; ignored")
     jobs_list, skipped = batch.collect_jobs(paths, kind)
     settings = batch.Settings(tokenizer, _eos(eos), vocab_size, whitespace, lenient,
-                              None if no_cache else str(ArtifactCache().root), str(out_dir))
+                              None if no_cache else str(ArtifactCache().root), str(out_dir), max_depth)
     vocab = batch.load_vocabulary(settings)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -18,9 +18,10 @@ import typer
 from maskc.cli import render
 from maskc.cli.errors import EXIT_FAILED, guard
 from maskc.cli.grammar import load_grammar
-from maskc.cli.options import DEFAULT_TOKENIZER, LenientOpt, NoCacheOpt, WhitespaceOpt
+from maskc.cli.options import DEFAULT_TOKENIZER, LenientOpt, MaxDepthOpt, NoCacheOpt, WhitespaceOpt
 from maskc.cli.output import Output
 from maskc.compiler.errors import InputError
+from maskc.compiler.options import DEFAULT_MAX_DEPTH
 
 __all__ = ["EPILOG", "trace_command"]
 
@@ -41,10 +42,13 @@ _DEFAULT_STEPS = 256
 @guard
 def trace_command(
     grammar: Annotated[str | None, typer.Argument(
-        metavar="SCHEMA|ARTIFACT", show_default=False,
-        help="A JSON Schema file or a .safetensors artifact (or use --regex).")] = None,
+        metavar="SCHEMA|GRAMMAR|ARTIFACT", show_default=False,
+        help="A JSON Schema file, a .gbnf grammar or a .safetensors artifact (or use --regex/--gbnf).")] = None,
     regex: Annotated[str | None, typer.Option("--regex", metavar="RX",
                                               help="Trace a regular expression instead.")] = None,
+    gbnf: Annotated[str | None, typer.Option("--gbnf", metavar="FILE",
+                                             help="A GBNF grammar file (llama.cpp's format) instead.")] = None,
+    max_depth: MaxDepthOpt = DEFAULT_MAX_DEPTH,
     tokenizer: Annotated[str | None, typer.Option(
         "--tokenizer", "-t", metavar="SPEC",
         help="tokenizer.json, model folder, .gguf, SentencePiece .model, JSON token list "
@@ -96,7 +100,8 @@ def trace_command(
         vocab = loaded.vocab
     else:
         vocab = maskc.load_tokenizer(tokenizer or DEFAULT_TOKENIZER)
-    art = load_grammar(grammar, regex, vocab, whitespace=whitespace, lenient=lenient, cache=not no_cache)
+    art = load_grammar(grammar, regex, vocab, whitespace=whitespace, lenient=lenient, cache=not no_cache,
+                       gbnf=gbnf, max_depth=max_depth)
     fixed = tr.load_logits(logits, vocab, art.vocab_size) if logits is not None else None
     if text is not None:
         trace = tr.trace_text(art, vocab, text, logits=fixed, top_k=top)

@@ -1,0 +1,179 @@
+"""One registry of front ends: every source format the compiler takes, by kind.
+
+A :class:`FrontEnd` supplies what the rest of maskc needs of a format, so no other module
+dispatches on the kind: how a source is read from text, its canonical text (whose hash is
+the grammar's identity in the cache key and the artifact header), the :class:`Grammar` it
+denotes, and the prompt text ``check`` shows a model. A new format is one new module
+registered here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from maskc.compiler.errors import InputError, SchemaError
+from maskc.compiler.ir import Grammar, alt, lit
+from maskc.compiler.options import CompileOptions
+
+__all__ = ["FrontEnd", "FRONTENDS", "frontend", "kind_for_path", "grammar_sha256"]
+
+NotEnforced = list[dict[str, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class FrontEnd:
+    """What one source format supplies.
+
+    ``parse_text`` turns text (a file's contents or a command-line argument) into the
+    source value; ``canonical`` gives the value's canonical text; ``to_grammar`` compiles
+    the value; ``prompt`` writes the user turn for a model from the canonical text.
+    ``options`` names the compile options that apply to the format.
+    """
+
+    kind: str
+    noun: str
+    extensions: tuple[str, ...]
+    parse_text: Callable[[str], Any]
+    canonical: Callable[[Any], str]
+    to_grammar: Callable[[Any, CompileOptions], tuple[Grammar, NotEnforced]]
+    prompt: Callable[[str, str | None], str]
+    options: frozenset[str]
+
+
+def grammar_sha256(kind: str, canonical_text: str) -> str:
+    """The grammar's identity: sha256 over its kind and canonical source text."""
+    return hashlib.sha256(f"{kind}\n{canonical_text}".encode()).hexdigest()
+
+
+def _json_value(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as e:
+        raise SchemaError(f"not valid JSON: {e}") from e
+
+
+def _json_canonical(value: Any) -> str:
+    # JSON keeps key order: property order is part of a schema's meaning here.
+    return orjson.dumps(value).decode()
+
+
+# -- json_schema ---------------------------------------------------------------------------
+
+
+def _schema_grammar(schema: Any, options: CompileOptions) -> tuple[Grammar, NotEnforced]:
+    from maskc.compiler.frontends.json_schema import schema_to_ir
+
+    got, not_enforced = schema_to_ir(schema, options)
+    grammar = got if isinstance(got, Grammar) else Grammar.single(got)
+    return grammar, not_enforced
+
+
+def _schema_prompt(canonical_text: str, instruction: str | None) -> str:
+    schema = orjson.dumps(orjson.loads(canonical_text), option=orjson.OPT_INDENT_2).decode()
+    ask = instruction or "Produce one JSON value that conforms to the JSON Schema below."
+    return f"{ask}\nReply with the JSON only: no prose, no code fences.\n\nJSON Schema:\n{schema}"
+
+
+# -- regex ---------------------------------------------------------------------------------
+
+
+def _regex_text(text: str) -> str:
+    return text
+
+
+def _regex_grammar(pattern: Any, options: CompileOptions) -> tuple[Grammar, NotEnforced]:
+    from maskc.compiler.frontends.regex import regex_to_ir
+
+    if not isinstance(pattern, str):
+        raise InputError(f"a regular expression must be a string, got {type(pattern).__name__}")
+    return Grammar.single(regex_to_ir(pattern)), []
+
+
+def _regex_prompt(canonical_text: str, instruction: str | None) -> str:
+    ask = instruction or "Produce text that matches the regular expression below."
+    return f"{ask}\nReply with the matching text only.\n\nRegular expression:\n{canonical_text}"
+
+
+# -- choice --------------------------------------------------------------------------------
+
+
+def _choice_value(text: str) -> Any:
+    value = _json_value(text)
+    if not isinstance(value, list) or not value or not all(isinstance(c, str) for c in value):
+        raise SchemaError("a choice list must be a non-empty JSON list of strings")
+    return value
+
+
+def _choice_grammar(choices: Any, options: CompileOptions) -> tuple[Grammar, NotEnforced]:
+    if not isinstance(choices, (list, tuple)) or not choices or not all(isinstance(c, str) for c in choices):
+        raise SchemaError("a choice list must be a non-empty list of strings")
+    return Grammar.single(alt(*(lit(c) for c in choices))), []
+
+
+def _choice_prompt(canonical_text: str, instruction: str | None) -> str:
+    options = "\n".join(f"- {c}" for c in orjson.loads(canonical_text))
+    ask = instruction or "Answer with exactly one of these options."
+    return f"{ask}\nReply with the option only.\n\nOptions:\n{options}"
+
+
+# -- gbnf ----------------------------------------------------------------------------------
+
+
+def _gbnf_canonical(text: Any) -> str:
+    from maskc.compiler.frontends.gbnf import canonical_gbnf
+
+    if not isinstance(text, str):
+        raise InputError(f"a GBNF grammar must be text, got {type(text).__name__}")
+    return canonical_gbnf(text)
+
+
+def _gbnf_grammar(text: Any, options: CompileOptions) -> tuple[Grammar, NotEnforced]:
+    from maskc.compiler.frontends.gbnf import gbnf_to_grammar
+
+    return gbnf_to_grammar(_gbnf_canonical(text)), []
+
+
+def _gbnf_prompt(canonical_text: str, instruction: str | None) -> str:
+    ask = instruction or "Produce text in the language of the grammar below (GBNF; start at the rule root)."
+    return f"{ask}\nReply with that text only.\n\nGrammar:\n{canonical_text}"
+
+
+FRONTENDS: dict[str, FrontEnd] = {
+    fe.kind: fe
+    for fe in (
+        FrontEnd("json_schema", "JSON Schema", (".json",), _json_value, _json_canonical, _schema_grammar,
+                 _schema_prompt, frozenset({"whitespace", "lenient", "max_depth"})),
+        FrontEnd("regex", "regular expression", (), _regex_text, str, _regex_grammar, _regex_prompt,
+                 frozenset({"max_depth"})),
+        FrontEnd("choice", "choice list", (), _choice_value, _json_canonical, _choice_grammar, _choice_prompt,
+                 frozenset({"max_depth"})),
+        FrontEnd("gbnf", "GBNF grammar", (".gbnf",), _regex_text, _gbnf_canonical, _gbnf_grammar, _gbnf_prompt,
+                 frozenset({"max_depth"})),
+    )
+}
+
+
+def frontend(kind: str) -> FrontEnd:
+    """The front end of ``kind``.
+
+    Raises:
+        ValueError: no such kind.
+    """
+    fe = FRONTENDS.get(kind)
+    if fe is None:
+        raise ValueError(f"unknown grammar kind {kind!r}; expected one of {', '.join(FRONTENDS)}")
+    return fe
+
+
+def kind_for_path(path: str) -> str | None:
+    """The kind a file's extension names (``.gbnf`` -> gbnf), or None."""
+    lower = path.lower()
+    for fe in FRONTENDS.values():
+        if fe.kind != "json_schema" and any(lower.endswith(ext) for ext in fe.extensions):
+            return fe.kind
+    return None
