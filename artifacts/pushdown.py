@@ -41,15 +41,33 @@ MEMO_LIMIT = 8192
 FORCED_LIMIT = 256
 
 
-class _Walk:
-    """One computation over a configuration: frame reads are recorded as reach."""
+_INF = 1 << 30
 
-    __slots__ = ("rt", "config", "reach")
+
+class _Walk:
+    """One computation over a configuration: frame reads are recorded as reach, and depth
+    checks as the interval of headroom (``max_depth - len(stack)``) that gives the same outcomes."""
+
+    __slots__ = ("rt", "config", "reach", "lo", "hi")
 
     def __init__(self, rt: PushdownRuntime, config: Config) -> None:
         self.rt = rt
         self.config = config
         self.reach = [0] * len(config)
+        self.lo = [-_INF] * len(config)
+        self.hi = [_INF] * len(config)
+
+    def fits(self, st: Derived, extra: int) -> bool:
+        """Whether ``length(st) + extra <= max_depth``, recording the headroom it takes."""
+        i, c, pushed = st
+        rel = len(pushed) - c + extra
+        if self.rt.max_depth - len(self.config[i]) >= rel:
+            if rel > self.lo[i]:
+                self.lo[i] = rel
+            return True
+        if rel < self.hi[i]:
+            self.hi[i] = rel
+        return False
 
     def frame(self, i: int, d: int) -> int | None:
         """The ``d``-th frame from the top of original stack ``i`` (1 = top), or None."""
@@ -91,11 +109,10 @@ class _Walk:
             q = self.top(st)
             calls = rt.calls[q]
             if calls:
-                depth = self.length(st)
                 base = (c, pushed[:-1]) if pushed else (c + 1, ())
                 for rule, ret in calls:
                     s0 = rt.starts[rule]
-                    if depth + rt.need[ret] <= rt.max_depth and depth + 1 + rt.need[s0] <= rt.max_depth:
+                    if self.fits(st, rt.need[ret]) and self.fits(st, 1 + rt.need[s0]):
                         work.append((i, base[0], base[1] + (ret, s0)))
             if rt.accepting[q] and self.has_below(st):
                 work.append((i, c, pushed[:-1]) if pushed else (i, c + 1, ()))
@@ -110,7 +127,7 @@ class _Walk:
             if q2 < 0:
                 continue
             i, c, pushed = st
-            if self.length(st) + rt.need[q2] > rt.max_depth:
+            if not self.fits(st, rt.need[q2]):
                 continue
             out.append((i, c, pushed[:-1] + (q2,)) if pushed else (i, c + 1, (q2,)))
         return list(dict.fromkeys(out))
@@ -147,9 +164,6 @@ class PushdownRuntime:
         max_need = max(reachable_need) if reachable_need else 0
         # Precomputed masks hold while a token's inline calls cannot meet the depth bound.
         self.fast_headroom = art.inline_depth + max_need + 1
-        longest = max((len(b) for b in vocab.token_bytes), default=1)
-        # Past this headroom no depth check of one token's walk can fail.
-        self.headroom_clip = (longest + 2) * (pda.num_rules + 1) + max_need + 2
         self.tokens = vocab.token_bytes
         self.eos = np.asarray(art.eos_token_ids, dtype=np.int64)
         self.words = bitmask_words(art.vocab_size)
@@ -160,16 +174,27 @@ class PushdownRuntime:
         self._step_memo: dict[Any, Any] = {}
         self.misses = 0
 
-    # -- memo keyed on what a computation read ------------------------------------------------
+    # -- memo keyed on what a computation read ---------------------------------------------------
+    # An entry under the top-``j`` frames of every stack holds (lo, hi, value) rows: the value
+    # stands for every headroom in [lo, hi) per stack. ``_DEEPER`` says the computation read
+    # below the top ``j`` frames: look again with one frame more.
 
-    def _key(self, config: Config, j: int) -> tuple[Any, ...]:
-        clip = self.headroom_clip
-        return tuple((s[-j:], min(self.max_depth - len(s), clip)) for s in config)
+    @staticmethod
+    def _key(config: Config, j: int) -> tuple[tuple[Stack, bool], ...]:
+        # (top j frames, whether that is the whole stack and it was read past its bottom)
+        return tuple((s[-j:], j > len(s)) for s in config)
 
     def _lookup(self, memo: dict[Any, Any], config: Config, extra: Any) -> tuple[Any, int]:
+        room = [self.max_depth - len(s) for s in config]
         j = 1
         while True:
-            got = memo.get((self._key(config, j), extra))
+            rows = memo.get((self._key(config, j), extra))
+            got = None
+            if rows is not None:
+                for lo, hi, value in rows:
+                    if all(a <= h < b for a, h, b in zip(lo, room, hi)):
+                        got = value
+                        break
             if got is None:
                 return None, j
             if got is _DEEPER:
@@ -177,13 +202,15 @@ class PushdownRuntime:
                 continue
             return got, j
 
-    def _store(self, memo: dict[Any, Any], config: Config, extra: Any, j: int, reach: int, value: Any) -> None:
+    def _store(self, memo: dict[Any, Any], config: Config, extra: Any, j: int, w: _Walk, value: Any) -> None:
         if len(memo) >= MEMO_LIMIT:
             for k in list(memo)[: MEMO_LIMIT // 4]:
                 del memo[k]
+        reach = max(w.reach)
+        row = (tuple(w.lo), tuple(w.hi))
         for jj in range(j, reach):
-            memo.setdefault((self._key(config, jj), extra), _DEEPER)
-        memo[(self._key(config, max(j, reach)), extra)] = value
+            memo.setdefault((self._key(config, jj), extra), []).append((*row, _DEEPER))
+        memo.setdefault((self._key(config, max(j, reach)), extra), []).append((*row, value))
 
     # -- masks ----------------------------------------------------------------------------------
 
@@ -217,7 +244,7 @@ class PushdownRuntime:
             if self.accepting[q] and not w.has_below(st):
                 can_end = True
             unc = self._mask_ids(int(self.uncertain[q]))
-            if self.max_depth - w.length(st) >= self.fast_headroom:
+            if w.fits(st, self.fast_headroom):
                 row |= self._mask_row(int(self.art.state_mask[q]))
             else:
                 candidates.append(self._mask_ids(int(self.art.state_mask[q])))
@@ -232,7 +259,7 @@ class PushdownRuntime:
             np.bitwise_or.at(row, self.eos >> 5, (np.uint32(1) << (self.eos & 31).astype(np.uint32)))
         result = (row.view(np.int32), can_end)
         result[0].setflags(write=False)
-        self._store(self._mask_memo, config, None, j, max(w.reach), result)
+        self._store(self._mask_memo, config, None, j, w, result)
         return result
 
     # -- steps ----------------------------------------------------------------------------------
@@ -247,7 +274,7 @@ class PushdownRuntime:
         out = w.run([(i, 0, ()) for i in range(len(config))], data)
         rel = tuple(out)
         if token is not None:
-            self._store(self._step_memo, config, token, j, max(w.reach), rel)
+            self._store(self._step_memo, config, token, j, w, rel)
         return self._apply(config, rel)
 
     @staticmethod
