@@ -13,6 +13,7 @@ __all__ = [
     "SchemaError",
     "UnsupportedKeyword",
     "RegexSyntaxError",
+    "GrammarSyntaxError",
     "GrammarError",
     "EmptyLanguage",
     "NonTerminating",
@@ -85,6 +86,27 @@ class RegexSyntaxError(InputError):
         self.pattern = pattern
         self.offset = offset
         self.pointer = pointer
+
+
+class GrammarSyntaxError(InputError):
+    """A grammar text (GBNF) is malformed at ``line``, ``column`` (both 1-based).
+
+    ``line_text`` is the source line, shown with a caret under ``column``; ``reason`` is
+    the message without the location.
+    """
+
+    def __init__(
+        self, message: str, *, line: int, column: int, line_text: str, hint: str | None = None
+    ) -> None:
+        # keep tabs in the caret's indent so the caret lines up under tab-indented text
+        indent = "".join(c if c == "\t" else " " for c in line_text[: column - 1])
+        super().__init__(
+            f"{message} (line {line}, column {column})\n    {line_text}\n    {indent}^", hint=hint
+        )
+        self.reason = message
+        self.line = line
+        self.column = column
+        self.line_text = line_text
 
 
 class GrammarError(InputError):
