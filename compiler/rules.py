@@ -1,7 +1,8 @@
 """Rule resolution: which rules of a :class:`Grammar` stay rules, and inlining of the rest.
 
-A rule that refers to itself only at its end becomes a loop (``R ::= B R | A`` is
-``B* A``: tail recursion, as in GBNF's ``ws ::= [ ]ws | ""``). A reference to a rule that
+A rule that refers to itself only at its end, or only at its start, becomes a loop
+(``R ::= B R | A`` is ``B* A``, as in GBNF's ``ws ::= [ ] ws | ""``; direct left recursion
+``R ::= R B | A`` is ``A B*``). A reference to a rule that
 is not part of a reference cycle is then replaced by the rule's body (so a grammar without recursion becomes one regular expression and compiles to one
 DFA, exactly as before rules existed). Rules on a cycle stay callable: they become the
 pushdown automaton's rules. Input: a :class:`Grammar`; output: :class:`ResolvedRules`.
@@ -149,6 +150,41 @@ def _tail_split(node: Node, name: str) -> tuple[list[Node], list[Node]] | None:
     return None
 
 
+def _head_split(node: Node, name: str) -> tuple[list[Node], list[Node]] | None:
+    """``node`` as ``name (B_1 | ...) | (A_1 | ...)`` when ``name`` occurs only in head position."""
+    if isinstance(node, RuleRef) and node.name == name:
+        return [EMPTY], []
+    if name not in references(node):
+        return [], [node]
+    if isinstance(node, Alt):
+        loops: list[Node] = []
+        exits: list[Node] = []
+        for item in node.items:
+            got = _head_split(item, name)
+            if got is None:
+                return None
+            loops += got[0]
+            exits += got[1]
+        return loops, exits
+    if isinstance(node, Seq):
+        rest = node.items[1:]
+        if any(name in references(x) for x in rest):
+            return None
+        got = _head_split(node.items[0], name)
+        if got is None:
+            return None
+        return [seq(b, *rest) for b in got[0]], [seq(a, *rest) for a in got[1]]
+    return None
+
+
+def head_loop(name: str, body: Node) -> Node | None:
+    """Direct left recursion as a loop: ``R ::= R B | A`` is ``A B*`` (same language)."""
+    got = _head_split(body, name)
+    if got is None or not got[0] or not got[1] or any(b == EMPTY for b in got[0]):
+        return None
+    return seq(alt(*got[1]), star(alt(*got[0])))
+
+
 def tail_loop(name: str, body: Node) -> Node | None:
     """A rule that refers to itself only at its end is a loop: ``R ::= B R | A`` is ``B* A``.
 
@@ -170,6 +206,8 @@ def resolve_rules(grammar: Grammar) -> ResolvedRules:
     bodies = grammar.rule_map
     for name, body in list(bodies.items()):
         loop = tail_loop(name, body)
+        if loop is None:
+            loop = head_loop(name, body)
         if loop is not None:
             bodies[name] = loop
     graph = {name: references(body) for name, body in bodies.items()}

@@ -264,3 +264,14 @@ def test_byte_sets_and_utf8_inside_recursion(byte_vocab: Vocabulary) -> None:
     assert m2.accept_string('("a')
     assert set(m2.allowed_token_ids().tolist()) == {ord("a"), ord("b"), ord("c"), ord('"')}
 
+
+
+def test_direct_left_and_tail_recursion_become_loops(byte_vocab: Vocabulary) -> None:
+    digit = byte_set(b"0123456789")
+    left = Grammar("e", (("e", alt(seq(RuleRef("e"), lit("+"), digit), digit)),))  # e ::= e "+" d | d
+    cg = compile_grammar("test", "x", left, byte_vocab, CompileOptions())
+    assert cg.pda is None  # a regular loop, no stack
+    assert cg.dfa.accepts(b"1+2+3") and cg.dfa.accepts(b"7") and not cg.dfa.accepts(b"1+") and not cg.dfa.accepts(b"+1")
+    ws = Grammar("w", (("w", opt(seq(byte_set(b" \n"), RuleRef("w")))),))  # w ::= ([ \n] w)?
+    cg = compile_grammar("test", "x", ws, byte_vocab, CompileOptions())
+    assert cg.pda is None and cg.dfa.accepts(b"") and cg.dfa.accepts(b" \n ") and not cg.dfa.accepts(b"x")
