@@ -185,6 +185,25 @@ class PushdownRuntime:
         return tuple((s[-j:], j > len(s)) for s in config)
 
     def _lookup(self, memo: dict[Any, Any], config: Config, extra: Any) -> tuple[Any, int]:
+        if len(config) == 1:  # the common case, without the generic loops
+            s = config[0]
+            h = self.max_depth - len(s)
+            n = len(s)
+            j = 1
+            while True:
+                rows = memo.get((((s[-j:], j > n),), extra))
+                got = None
+                if rows is not None:
+                    for lo, hi, value in rows:
+                        if lo[0] <= h < hi[0]:
+                            got = value
+                            break
+                if got is None:
+                    return None, j
+                if got is _DEEPER:
+                    j += 1
+                    continue
+                return got, j
         room = [self.max_depth - len(s) for s in config]
         j = 1
         while True:
@@ -279,6 +298,10 @@ class PushdownRuntime:
 
     @staticmethod
     def _apply(config: Config, rel: tuple[Derived, ...]) -> Config:
+        if len(rel) == 1:
+            i, c, pushed = rel[0]
+            s = config[i]
+            return ((s[: len(s) - c] + pushed) if c else s + pushed,)
         stacks = {config[i][: len(config[i]) - c] + pushed for i, c, pushed in rel}
         return tuple(sorted(stacks))
 
