@@ -1,11 +1,11 @@
-"""Static facts about a compiled artifact: how long an output can get, and whether EOS stays
-reachable for a decoder that can only emit whole tokens.
+"""Token-level facts about a compiled artifact: whether EOS stays reachable for a decoder
+that can only emit whole tokens, and the adversarial sampler that chases the worst case.
 
-Both answer questions the grammar alone cannot: the byte DFA is pruned (every state can
-reach acceptance), but a model speaks in tokens, so a state is only safe if a *token* path
-to EOS exists from it. ``worst_case_length`` bounds every complete output, which is what
-``maskc check --max-tokens auto`` budgets for and what the adversarial sampler tries to reach.
-No torch here: numpy over the artifact's tables.
+The byte automaton is pruned (every state can reach acceptance), but a model speaks in
+tokens, so a state is only safe if a *token* path to EOS exists from it. Regular artifacts
+are read through their DFA and masks; recursive (pushdown) ones through the runtime's exact
+masks over configurations. The torch-free length analysis lives in
+:mod:`maskc.compiler.analysis` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -13,159 +13,38 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from maskc.artifacts.artifact import Artifact
-from maskc.compiler.dfa import Dfa
+from maskc.compiler.analysis import INFEASIBLE, UNBOUNDED, UNBOUNDED_FRAME, LengthBound, worst_case_length
+from maskc.compiler.pda import NEED_INF
 from maskc.compiler.vocab import Vocabulary
 
 __all__ = [
+    "INFEASIBLE",
+    "UNBOUNDED",
+    "UNBOUNDED_FRAME",
+    "Adversary",
     "LengthBound",
     "Reachability",
     "TokenWalker",
     "eos_reachability",
+    "length_bound",
     "worst_case_length",
 ]
 
-UNBOUNDED = np.iinfo(np.int64).max
+Config = tuple[tuple[int, ...], ...]
 
 
-@dataclass(frozen=True, slots=True)
-class LengthBound:
-    """The longest complete output in bytes, or where the grammar can repeat without end.
-
-    Attributes:
-        max_bytes: Bytes of the longest accepted output; None when outputs are unbounded.
-        remaining: Per state, the most bytes still to come before the grammar can end
-            (``UNBOUNDED`` for states from which a loop is reachable).
-        loop_prefix: For unbounded grammars, a shortest prefix reaching a state on a loop.
-        loop: The bytes of that loop (the prefix followed by any number of them stays valid).
-    """
-
-    max_bytes: int | None
-    remaining: NDArray[np.int64]
-    loop_prefix: bytes = b""
-    loop: bytes = b""
-
-    @property
-    def bounded(self) -> bool:
-        return self.max_bytes is not None
-
-    @property
-    def max_tokens(self) -> int | None:
-        """A sound token budget: every non-EOS token carries at least one byte, then EOS."""
-        return None if self.max_bytes is None else self.max_bytes + 1
-
-
-def _class_bytes(dfa: Dfa) -> dict[int, int]:
-    """One representative byte per class, preferring printable ASCII."""
-    rep: dict[int, int] = {}
-    for b in [*range(0x20, 0x7F), *range(0x00, 0x20), *range(0x7F, 0x100)]:
-        rep.setdefault(int(dfa.byte_class[b]), b)
-    return rep
-
-
-def _edges(dfa: Dfa) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Distinct (source, target) state pairs."""
-    n = dfa.num_states
-    src, cls = np.nonzero(dfa.trans >= 0)
-    dst = dfa.trans[src, cls].astype(np.int64)
-    pairs = np.unique(src.astype(np.int64) * n + dst)
-    return pairs // n, pairs % n
-
-
-def worst_case_length(dfa: Dfa) -> LengthBound:
-    """The longest path to acceptance from every state, in bytes (reverse topological order).
-
-    States are settled sink-first, level by level in numpy; a state whose successors never
-    all settle lies on, or leads to, a loop: the language is infinite and the witness names
-    a prefix and the loop it can repeat.
-    """
-    n = dfa.num_states
-    src, dst = _edges(dfa)
-    outdeg = np.bincount(src, minlength=n).astype(np.int64)
-    order = np.argsort(dst, kind="stable")
-    preds_of = src[order]
-    starts = np.searchsorted(dst[order], np.arange(n + 1))
-    remaining = np.zeros(n, dtype=np.int64)
-    done = outdeg == 0
-    frontier = np.flatnonzero(done)
-    while frontier.size:
-        lo, hi = starts[frontier], starts[frontier + 1]
-        counts = hi - lo
-        if not counts.sum():
-            break
-        idx = np.repeat(lo - np.cumsum(np.r_[0, counts[:-1]]), counts) + np.arange(counts.sum())
-        preds = preds_of[idx]
-        vals = np.repeat(remaining[frontier] + 1, counts)
-        np.maximum.at(remaining, preds, vals)
-        np.subtract.at(outdeg, preds, 1)
-        cand = np.unique(preds)
-        new = cand[(outdeg[cand] == 0) & ~done[cand]]
-        done[new] = True
-        frontier = new
-    if bool(done.all()):
-        return LengthBound(int(remaining[0]), remaining)
-    remaining[~done] = UNBOUNDED
-    prefix, loop = _loop_witness(dfa, ~done)
-    return LengthBound(None, remaining, prefix, loop)
-
-
-def _loop_witness(dfa: Dfa, open_: NDArray[np.bool_]) -> tuple[bytes, bytes]:
-    """A shortest prefix to a state on a loop, and the loop's bytes.
-
-    ``open_`` marks states that reach a loop. Keep those also reachable *from* a loop (trim
-    sources inside the set); every kept state has a kept successor, so walking kept states
-    must repeat one.
-    """
-    n = dfa.num_states
-    rep = _class_bytes(dfa)
-    src, dst = _edges(dfa)
-    inside = open_[src] & open_[dst]
-    s_in, d_in = src[inside], dst[inside]
-    indeg = np.bincount(d_in, minlength=n)
-    keep = open_.copy()
-    frontier = np.flatnonzero(keep & (indeg == 0))
-    while frontier.size:
-        keep[frontier] = False
-        sel = np.isin(s_in, frontier)
-        targets = d_in[sel]
-        np.subtract.at(indeg, targets, 1)
-        t = np.unique(targets)
-        frontier = t[keep[t] & (indeg[t] == 0)]
-    # shortest prefix to a kept state
-    prev: dict[int, tuple[int, int]] = {0: (-1, -1)}
-    queue, found = deque([0]), -1
-    while queue:
-        s = queue.popleft()
-        if keep[s]:
-            found = s
-            break
-        for c, t in enumerate(dfa.trans[s].tolist()):
-            if t >= 0 and t not in prev:
-                prev[t] = (s, c)
-                queue.append(t)
-    path: list[int] = []
-    s = found
-    while prev[s][0] >= 0:
-        s, c = prev[s]
-        path.append(rep[c])
-    prefix = bytes(reversed(path))
-    # walk kept states until one repeats
-    seen: dict[int, int] = {found: 0}
-    walk: list[int] = []
-    s = found
-    while True:
-        row = dfa.trans[s]
-        c = next(c for c, t in enumerate(row.tolist()) if t >= 0 and keep[t])
-        walk.append(rep[c])
-        s = int(row[c])
-        if s in seen:
-            cut = seen[s]
-            return prefix + bytes(walk[:cut]), bytes(walk[cut:])
-        seen[s] = len(walk)
+def length_bound(artifact: Artifact) -> LengthBound:
+    """:func:`worst_case_length` of an artifact: its DFA, or its pushdown automaton under
+    ``artifact.max_depth``."""
+    if artifact.pda is not None:
+        return worst_case_length(artifact.pda, artifact.max_depth)
+    return worst_case_length(artifact.dfa)
 
 
 class TokenWalker:
@@ -220,27 +99,51 @@ def _bits(row: NDArray[np.int32], ids: NDArray[np.int64]) -> NDArray[np.bool_]:
     return bits
 
 
-def _single_byte_proof(artifact: Artifact, vocab: Vocabulary) -> bool:
-    """Every DFA transition is an allowed one-byte token, and every accepting state allows EOS."""
+def _single_byte_tokens(vocab: Vocabulary) -> NDArray[np.int64]:
+    """Per byte, a non-special token of exactly that byte (-1: none)."""
     single = np.full(256, -1, dtype=np.int64)
     for i, b in enumerate(vocab.token_bytes):
         if len(b) == 1 and i not in vocab.special_ids and single[b[0]] < 0:
             single[b[0]] = i
+    return single
+
+
+def _single_byte_proof(artifact: Artifact, vocab: Vocabulary) -> bool:
+    """Every byte step is an allowed one-byte token, and EOS is allowed wherever the output
+    can end.
+
+    Regular artifacts: read per DFA state from its mask. Recursive ones: a byte step of
+    ``q`` (inside its rule; a call or a return puts the callee's start or the return state
+    on top first, and is checked there) must have its one-byte token among ``q``'s accepted
+    or uncertain tokens, which the runtime allows exactly when the byte can follow; the
+    runtime adds EOS wherever the output can end, so an EOS id must exist; and every state
+    must be finishable within the nesting bound (``need``), which the runtime's depth guard
+    then keeps true of every configuration it reaches.
+    """
+    single = _single_byte_tokens(vocab)
     dfa = artifact.dfa
+    pda = artifact.pda
     has = single >= 0
     eos = np.asarray(artifact.eos_token_ids, dtype=np.int64)
-    verdict: dict[int, NDArray[np.bool_]] = {}  # mask id -> classes covered
+    if pda is not None:
+        need = pda.need
+        if not eos.size or bool((need >= NEED_INF).any()) or int(need[0]) + 1 > artifact.max_depth:
+            return False
+    uncertain = artifact.uncertain_mask
+    verdict: dict[tuple[int, int], NDArray[np.bool_]] = {}  # mask ids -> classes covered (+ EOS)
     for s in range(dfa.num_states):
-        m = int(artifact.state_mask[s])
-        covered = verdict.get(m)
+        key = (int(artifact.state_mask[s]), int(uncertain[s]) if uncertain is not None else -1)
+        covered = verdict.get(key)
         if covered is None:
             row = artifact.mask_row(s)
+            if uncertain is not None:
+                row = row | artifact.masks.dense_row(key[1])
             ok = np.zeros(256, dtype=np.bool_)
             ok[has] = _bits(row, single[has])
             covered = np.zeros(dfa.num_classes, dtype=np.bool_)
             np.logical_or.at(covered, dfa.byte_class.astype(np.int64), ok)
-            eos_ok = bool(eos.size) and bool(_bits(row, eos).any())
-            verdict[m] = covered = np.r_[covered, eos_ok]
+            eos_ok = bool(eos.size) and (pda is not None or bool(_bits(row, eos).any()))
+            verdict[key] = covered = np.r_[covered, eos_ok]
         needed = dfa.trans[s] >= 0
         if not covered[:-1][needed].all():
             return False
@@ -249,18 +152,33 @@ def _single_byte_proof(artifact: Artifact, vocab: Vocabulary) -> bool:
     return True
 
 
-def eos_reachability(artifact: Artifact, vocab: Vocabulary, *, max_work: int = 50_000_000) -> Reachability:
+def eos_reachability(artifact: Artifact, vocab: Vocabulary, *, max_work: int = 50_000_000,
+                     max_configs: int = 20_000) -> Reachability:
     """Prove that whole tokens can always reach EOS, or find a prefix after which they cannot.
 
     First the cheap sufficient condition (one-byte tokens cover every byte step: true for
     byte-level BPE and for SentencePiece with byte fallback); otherwise an exploration of
-    the token-level automaton from the start, bounded by ``max_work`` token walks.
+    the token-level automaton from the start, bounded by ``max_work`` token walks. For a
+    recursive artifact the exploration runs over configurations (stacks) with the
+    runtime's exact masks, at most ``max_configs`` of them; past a budget the answer is
+    "not proved", never a proof.
+
+    Example:
+        >>> r = eos_reachability(art, vocab)
+        >>> r.proved, r.method, r.counterexample
     """
     dfa = artifact.dfa
     if _single_byte_proof(artifact, vocab):
+        if artifact.pda is not None:
+            return Reachability(True, "single-byte tokens", dfa.num_states, None,
+                                "every byte step is an allowed one-byte token, EOS is allowed wherever "
+                                "the output can end, and the depth guard keeps every stack finishable, "
+                                "so every byte path to the end is a token path")
         return Reachability(True, "single-byte tokens", dfa.num_states, None,
                             "every byte step is an allowed one-byte token and every accepting "
                             "state allows EOS, so every byte path to the end is a token path")
+    if artifact.pda is not None:
+        return _configuration_graph(artifact, vocab, max_work=max_work, max_configs=max_configs)
     walker = TokenWalker(artifact, vocab)
     eos = set(artifact.eos_token_ids)
     parent: dict[int, tuple[int, int]] = {0: (-1, -1)}
@@ -315,13 +233,98 @@ def eos_reachability(artifact: Artifact, vocab: Vocabulary, *, max_work: int = 5
                         f"{len(bad)} of {len(parent)} token-reachable states have no token path to EOS")
 
 
+def _allowed_ids(row: NDArray[np.int32], vocab_size: int) -> NDArray[np.int64]:
+    bits = np.unpackbits(row.view(np.uint8), bitorder="little")[:vocab_size]
+    return np.flatnonzero(bits).astype(np.int64)
+
+
+def _configuration_graph(artifact: Artifact, vocab: Vocabulary, *, max_work: int, max_configs: int) -> Reachability:
+    """Breadth-first over the configurations whole tokens reach, with the runtime's masks.
+
+    A configuration is *good* when EOS is allowed there or a token leads to a good one. A
+    configuration left unexpanded (budget) counts as possibly good, so a counterexample is
+    only reported for a configuration whose every continuation was explored.
+    """
+    method = "configuration graph"
+    rt: Any = artifact.runtime()
+    tokens = vocab.token_bytes
+    eos = np.asarray(artifact.eos_token_ids, dtype=np.int64)
+    root: Config = ((0,),)
+    parent: dict[Config, tuple[Config | None, int]] = {root: (None, -1)}
+    succ: dict[Config, set[Config]] = {}
+    finishes: set[Config] = set()
+    queue: deque[Config] = deque([root])
+    work = 0
+    budget_hit = ""
+    while queue:
+        if len(parent) > max_configs:
+            budget_hit = f"{max_configs:,} configurations"
+            break
+        c = queue.popleft()
+        row, can_end = rt.mask(c)
+        if can_end and eos.size:
+            finishes.add(c)
+        ids = _allowed_ids(row, artifact.vocab_size)
+        ids = ids[~np.isin(ids, eos)]
+        work += int(ids.size)
+        if work > max_work:
+            budget_hit = f"{max_work:,} token steps"
+            break
+        nxt: set[Config] = set()
+        for tok in ids.tolist():
+            c2: Config = rt.advance(c, tokens[tok], tok)
+            if not c2:
+                continue
+            nxt.add(c2)
+            if c2 not in parent:
+                parent[c2] = (c, tok)
+                queue.append(c2)
+        succ[c] = nxt
+    preds: dict[Config, list[Config]] = {}
+    for c, nxt in succ.items():
+        for c2 in nxt:
+            preds.setdefault(c2, []).append(c)
+    unexpanded = [c for c in parent if c not in succ]
+    maybe = set(finishes) | set(unexpanded)
+    work_list = list(maybe)
+    while work_list:
+        c = work_list.pop()
+        for p in preds.get(c, ()):
+            if p not in maybe:
+                maybe.add(p)
+                work_list.append(p)
+    bad = [c for c in parent if c not in maybe]  # discovery order: fewest tokens first
+    if bad:
+        c_opt: Config | None = bad[0]
+        path: list[int] = []
+        while c_opt is not None:
+            c_opt, tok = parent[c_opt]
+            if tok >= 0:
+                path.append(tok)
+        return Reachability(False, method, len(parent), tuple(reversed(path)),
+                            f"{len(bad)} of {len(parent)} token-reachable configurations have no token path to EOS")
+    if unexpanded:
+        return Reachability(False, method, len(parent), None,
+                            f"undecided: not proved within {budget_hit}; {len(succ):,} configurations "
+                            f"explored, no dead end among them")
+    return Reachability(True, method, len(parent), None,
+                        f"all {len(parent)} token-reachable configurations have a token path to EOS")
+
+
+EXACT_CANDIDATES = 2048
+"""On a recursive artifact the adversary scores at most this many allowed tokens exactly per
+step (the one-byte tokens, then the model's favourites); the rest are left out."""
+
+
 @dataclass
 class Adversary:
     """Among allowed tokens, picks one that keeps the longest possible continuation open.
 
     Score of a token = the most bytes still possible after it (``UNBOUNDED`` inside a loop);
     EOS only when nothing else is allowed; ties go to the model's highest logit, so the worst
-    case it finds is one the model could plausibly produce.
+    case it finds is one the model could plausibly produce. On a recursive artifact the
+    score is that of the configuration after the token: the best of its stacks, each the sum
+    of its frames' remaining worst cases (:meth:`LengthBound.stack_remaining`).
     """
 
     artifact: Artifact
@@ -332,12 +335,29 @@ class Adversary:
     def walker(self) -> TokenWalker:
         return TokenWalker(self.artifact, self.vocab)
 
-    def choose(self, state: int, allowed: NDArray[np.int64], logits: NDArray[np.float32]) -> int:
+    def choose(self, at: int | Config, allowed: NDArray[np.int64], logits: NDArray[np.float32]) -> int:
+        """The token to emit, or -1 when nothing is allowed.
+
+        Args:
+            at: Where the matcher is: ``Matcher.state`` for a regular artifact,
+                ``PushdownMatcher.config`` for a recursive one (a bare state there stands
+                for a one-frame stack).
+            allowed: The allowed token ids (``matcher.allowed_token_ids()``).
+            logits: The model's logits, for ties.
+        """
         eos = np.isin(allowed, np.asarray(self.artifact.eos_token_ids, dtype=np.int64))
         body = allowed[~eos]
         if body.size == 0:
             return int(allowed[0]) if allowed.size else -1
-        ends = self.walker.walk(state, body)
+        if self.artifact.pda is not None:
+            config: Config = ((int(at),),) if isinstance(at, (int, np.integer)) else at
+            picked = self._choose_pushdown(config, body, logits)
+            if picked < 0:
+                return int(allowed[eos][0]) if eos.any() else -1
+            return picked
+        if not isinstance(at, (int, np.integer)):
+            raise TypeError(f"a regular artifact's adversary takes a state id, got {type(at).__name__}")
+        ends = self.walker.walk(int(at), body)
         ok = ends >= 0
         body, ends = body[ok], ends[ok]
         if body.size == 0:
@@ -345,3 +365,32 @@ class Adversary:
         score = self.bound.remaining[ends]
         best = body[score == score.max()]
         return int(best[np.argmax(logits[best])])
+
+    def _choose_pushdown(self, config: Config, body: NDArray[np.int64], logits: NDArray[np.float32]) -> int:
+        rt: Any = self.artifact.runtime()
+        tokens = self.vocab.token_bytes
+        if body.size > EXACT_CANDIDATES:
+            short = body[[len(tokens[t]) == 1 for t in body.tolist()]]
+            rest = body[~np.isin(body, short)]
+            top = rest[np.argsort(-logits[rest], kind="stable")[: max(EXACT_CANDIDATES - short.size, 0)]]
+            body = np.concatenate([short, top])
+        best_key: tuple[int, int] | None = None
+        best: list[int] = []
+        for tok in body.tolist():
+            after: Config = rt.advance(config, tokens[tok], tok)
+            if not after:
+                continue
+            key = (-1, 0)
+            for stack in after:
+                got = self.bound.stack_remaining(stack)
+                k = (1, 0) if got is None else (0, got)
+                if k > key:
+                    key = k
+            if best_key is None or key > best_key:
+                best_key, best = key, [tok]
+            elif key == best_key:
+                best.append(tok)
+        if not best:
+            return -1
+        ids = np.asarray(best, dtype=np.int64)
+        return int(ids[np.argmax(logits[ids])])

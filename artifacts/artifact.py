@@ -242,7 +242,7 @@ class Artifact:
             self._runtime = PushdownRuntime(self)
         return self._runtime
 
-    def matcher(self) -> Matcher:
+    def matcher(self) -> Matcher | PushdownMatcher:
         """A fresh matcher at the start (needs the tokenizer attached): a :class:`Matcher`,
         or a :class:`~maskc.artifacts.pushdown.PushdownMatcher` for a recursive grammar."""
         if self.pda is not None:
@@ -296,3 +296,4 @@ def load_artifact(path: str | os.PathLike[str], *, tokenizer: Vocabulary | None 
 
 
 from maskc.artifacts.matcher import Matcher  # noqa: E402  (type for Artifact.matcher)
+from maskc.artifacts.pushdown import PushdownMatcher  # noqa: E402

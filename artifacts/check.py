@@ -19,7 +19,7 @@ import numpy as np
 import orjson
 import torch
 
-from maskc.artifacts.analysis import Adversary, LengthBound, Reachability, eos_reachability, worst_case_length
+from maskc.artifacts.analysis import Adversary, LengthBound, Reachability, eos_reachability, length_bound
 from maskc.artifacts.artifact import Artifact
 from maskc.artifacts.decode import DecodeRun, LogitsSource, Output, decode
 from maskc.compiler.vocab import Vocabulary
@@ -32,6 +32,7 @@ __all__ = [
     "ModeReport",
     "Verdict",
     "default_prompt",
+    "count_text",
     "resolve_budget",
     "run_check",
 ]
@@ -56,8 +57,24 @@ def default_prompt(artifact: Artifact, instruction: str | None = None) -> str:
         options = "\n".join(f"- {c}" for c in orjson.loads(source))
         ask = instruction or "Answer with exactly one of these options."
         return f"{ask}\nReply with the option only.\n\nOptions:\n{options}"
+    if kind == "gbnf":
+        ask = instruction or "Produce text that follows the GBNF grammar below (start rule: root)."
+        return f"{ask}\nReply with the text only.\n\nGrammar:\n{source}"
     ask = instruction or "Produce text that matches the regular expression below."
     return f"{ask}\nReply with the matching text only.\n\nRegular expression:\n{source}"
+
+
+_EXACT_DIGITS = 18
+"""Past this many digits a count is written as a power of ten (recursive worst cases can
+have hundreds of digits)."""
+
+
+def count_text(n: int) -> str:
+    """``n`` with thousands separators, or ``about 1.2e301`` when it is astronomically large."""
+    digits = str(n)
+    if len(digits) <= _EXACT_DIGITS:
+        return f"{n:,}"
+    return f"about {digits[0]}.{digits[1:3]}e{len(digits) - 1}"
 
 
 def resolve_budget(max_tokens: int | str, bound: LengthBound) -> tuple[int, str]:
@@ -65,12 +82,23 @@ def resolve_budget(max_tokens: int | str, bound: LengthBound) -> tuple[int, str]
     if max_tokens != "auto":
         return int(max_tokens), "given"
     if bound.max_tokens is None:
-        return UNBOUNDED_BUDGET, (f"unbounded grammar (after {bound.loop_prefix[-40:]!r} it can repeat "
-                                  f"{bound.loop[:40]!r} forever): capped at {UNBOUNDED_BUDGET}")
+        if bound.loop:
+            where = f"after {bound.loop_prefix[-40:]!r} it can repeat {bound.loop[:40]!r} forever"
+        else:
+            where = f"rule {', '.join(bound.loop_rules) or '?'} can repeat forever"
+        return UNBOUNDED_BUDGET, f"unbounded grammar ({where}): capped at {UNBOUNDED_BUDGET}"
     if bound.max_tokens > AUTO_TOKEN_CAP:
+        if len(str(bound.max_tokens)) > _EXACT_DIGITS:
+            return AUTO_TOKEN_CAP, (f"worst case {count_text(bound.max_tokens)} tokens exceeds the auto cap "
+                                    f"(no budget covers it: bound the nesting with max_depth)")
         return AUTO_TOKEN_CAP, (f"worst case {bound.max_tokens:,} tokens exceeds the auto cap; "
                                 f"pass --max-tokens {bound.max_tokens} to budget all of it")
     return bound.max_tokens, f"worst case: {bound.max_bytes:,} bytes + EOS"
+
+
+def _json_count(n: int | None) -> int | str | None:
+    """An exact count for JSON: an int while it fits in 64 bits, else its decimal digits."""
+    return n if n is None or n < 2**63 else str(n)
 
 
 @dataclass(slots=True)
@@ -112,12 +140,20 @@ class Judge:
             cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
             self.validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
 
+    def _in_language(self, data: bytes) -> bool:
+        """Whether ``data`` is a complete output: walked through a fresh matcher."""
+        art = self.artifact
+        if art.tokenizer is None and art.pda is None:
+            return art.dfa.accepts(data)
+        m = art.matcher()
+        return m.accept_string(data) and m.can_terminate()
+
     def __call__(self, out: Output) -> Verdict:
         body = [t for t in out.tokens if t not in self._eos]
         data = self.vocab.decode(body)
         text = data.decode("utf-8", errors="replace")
         v = Verdict(text, out.num_tokens, out.finish)
-        v.grammar_ok = self.artifact.dfa.accepts(data)
+        v.grammar_ok = self._in_language(data)
         if self.validator is None:
             return v
         try:
@@ -213,7 +249,7 @@ class CheckReport:
             "passed": self.passed,
             "budget": {"max_tokens": self.budget, "reason": self.budget_reason,
                        "baseline_max_tokens": self.baseline_budget,
-                       "worst_case_bytes": self.bound.max_bytes,
+                       "worst_case_bytes": _json_count(self.bound.max_bytes),
                        "loop_prefix": None if self.bound.bounded else self.bound.loop_prefix.decode("utf-8", "replace"),
                        "loop": None if self.bound.bounded else self.bound.loop.decode("utf-8", "replace")},
             "eos_reachability": {
@@ -294,7 +330,7 @@ def run_check(
         baseline_tokens: The baseline's budget (default: the same as the constrained one).
         progress: Called as ``progress(mode, sequences_done)``.
     """
-    bound = worst_case_length(artifact.dfa)
+    bound = length_bound(artifact)
     budget, reason = resolve_budget(max_tokens, bound)
     reach = eos_reachability(artifact, vocab)
     judge = Judge(artifact, vocab)

@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 from maskc.artifacts.analysis import Adversary
 from maskc.artifacts.artifact import Artifact
 from maskc.artifacts.matcher import Matcher
+from maskc.artifacts.pushdown import Config, PushdownMatcher
 from maskc.artifacts.torch import allocate_token_bitmask, apply_token_bitmask_inplace
 
 __all__ = ["DecodeRun", "FixedLogits", "LogitsSource", "Output", "Step", "decode"]
@@ -67,11 +68,12 @@ class Step:
     """What happened at one decode step of one sequence (handed to ``observe``)."""
 
     index: int
-    state: int | None
+    state: int | None  # the matcher's state (pushdown: the top of its first stack)
     raw: NDArray[np.float32]  # the model's logits before the mask
     allowed: NDArray[np.int64] | None  # None when unconstrained
     token: int
     forced: bytes
+    depth: int | None = None  # stack frames (1 for a regular artifact); None when unconstrained
 
 
 @dataclass(slots=True)
@@ -102,6 +104,15 @@ class DecodeRun:
     model_seconds: float
     mask_seconds: float
     wall_seconds: float
+
+
+def _position(m: Matcher | PushdownMatcher) -> int | Config:
+    """What the adversary needs to know of a matcher: its state, or its stacks."""
+    return m.config if isinstance(m, PushdownMatcher) else m.state
+
+
+def _depth(m: Matcher | PushdownMatcher) -> int:
+    return m.depth if isinstance(m, PushdownMatcher) else 1
 
 
 def _sync(device: torch.device) -> None:
@@ -141,7 +152,8 @@ def decode(
     eos = set(int(i) for i in eos_ids)
     eos_fill = int(min(eos)) if eos else 0
     outputs = [Output() for _ in range(batch)]
-    matchers: list[Matcher] = [artifact.matcher() for _ in range(batch)] if artifact is not None else []
+    matchers: list[Matcher | PushdownMatcher] = (
+        [artifact.matcher() for _ in range(batch)] if artifact is not None else [])
     select = getattr(source, "select", None)
     rows = list(range(batch))  # the sequence behind each row of the source's batch
     live = list(range(batch))  # rows still generating
@@ -192,14 +204,15 @@ def decode(
             if artifact is not None and (adversary is not None or observe is not None):
                 allowed[p] = matchers[i].allowed_token_ids()
             if adversary is not None and artifact is not None:
-                tok = adversary.choose(matchers[i].state, allowed[p], raw_host[p].numpy())
+                tok = adversary.choose(_position(matchers[i]), allowed[p], raw_host[p].numpy())
                 if tok < 0:
                     out.finish = "dead"
                     continue
             if observe is not None:
                 state = matchers[i].state if artifact is not None else None
+                depth = _depth(matchers[i]) if artifact is not None else None
                 observe(i, Step(len(out.tokens), state, raw_host[p].numpy(), allowed.get(p), tok,
-                                forced.get(p, b"")))
+                                forced.get(p, b""), depth))
             if artifact is not None and not matchers[i].accept_token(tok):
                 out.finish, out.rejected_token = "rejected", tok
                 continue

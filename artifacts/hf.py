@@ -18,6 +18,7 @@ from maskc.compiler.maskstore import pack_bool
 if TYPE_CHECKING:
     from maskc.artifacts.artifact import Artifact
     from maskc.artifacts.matcher import Matcher
+    from maskc.artifacts.pushdown import PushdownMatcher
 
 try:
     from transformers import LogitsProcessor as _Base
@@ -37,7 +38,7 @@ class MaskcLogitsProcessor(_Base):
 
     def __init__(self, artifact: Artifact, *, batch_size: int | None = None) -> None:
         self.artifact = artifact
-        self.matchers: list[Matcher] = []
+        self.matchers: list[Matcher | PushdownMatcher] = []
         self.failed: list[bool] = []
         self.rejected: list[int | None] = []
         self._prompt_len: int | None = None

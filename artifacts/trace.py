@@ -1,8 +1,8 @@
 """``maskc trace`` as a library: one row per decode step, and why an output was rejected.
 
 Two ways in. :func:`trace_decode` lets logits (a model, or a fixed table) pick tokens under
-the mask, greedily, and records each step: the state, how many tokens were allowed, the
-best allowed ones, the pick, and the best token the mask vetoed over it. :func:`trace_text`
+the mask, greedily, and records each step: the state, the stack depth, how many tokens were
+allowed, the best allowed ones, the pick, and the best token the mask vetoed over it. :func:`trace_text`
 replays a given output token by token and stops at the first token the grammar rejects,
 with the prefix and what was allowed there.
 """
@@ -19,6 +19,7 @@ import orjson
 from numpy.typing import NDArray
 
 from maskc.artifacts.artifact import Artifact
+from maskc.artifacts.pushdown import PushdownMatcher
 from maskc.compiler.errors import InputError
 from maskc.compiler.vocab import Vocabulary
 
@@ -51,11 +52,14 @@ class TraceRow:
     """One step.
 
     ``vetoed`` is the highest-logit token the mask refused, shown only when the model
-    preferred it to the pick (the grammar overruled the model there).
+    preferred it to the pick (the grammar overruled the model there). ``state`` is the
+    matcher's state (for a recursive grammar: the top of its first stack) and ``depth`` the
+    stack's frames (always 1 for a regular grammar).
     """
 
     step: int
     state: int
+    depth: int
     allowed: int
     top: list[Choice]
     picked: Choice
@@ -64,7 +68,7 @@ class TraceRow:
     accepted: bool = True
 
     def to_json(self) -> dict[str, Any]:
-        return {"step": self.step, "state": self.state, "allowed": self.allowed,
+        return {"step": self.step, "state": self.state, "depth": self.depth, "allowed": self.allowed,
                 "top": [c.to_json() for c in self.top], "picked": self.picked.to_json(),
                 "vetoed": None if self.vetoed is None else self.vetoed.to_json(),
                 "forced": self.forced, "accepted": self.accepted}
@@ -134,8 +138,8 @@ def _choices(vocab: Vocabulary, ids: NDArray[np.int64], logits: NDArray[np.float
     return [Choice(int(t), token_text(vocab, int(t)), None) for t in ids[:k]]
 
 
-def _row(vocab: Vocabulary, step: int, state: int, allowed: NDArray[np.int64], logits: NDArray[np.float32] | None,
-         token: int, forced: bytes, top_k: int) -> TraceRow:
+def _row(vocab: Vocabulary, step: int, state: int, depth: int, allowed: NDArray[np.int64],
+         logits: NDArray[np.float32] | None, token: int, forced: bytes, top_k: int) -> TraceRow:
     picked_logit = _finite(float(logits[token])) if logits is not None and token < logits.size else None
     vetoed = None
     if logits is not None:
@@ -144,7 +148,7 @@ def _row(vocab: Vocabulary, step: int, state: int, allowed: NDArray[np.int64], l
         best = int(np.argmax(refused))
         if math.isfinite(float(refused[best])) and (picked_logit is None or refused[best] > logits[token]):
             vetoed = Choice(best, token_text(vocab, best), _finite(float(refused[best])))
-    return TraceRow(step, state, int(allowed.size), _choices(vocab, allowed, logits, top_k),
+    return TraceRow(step, state, depth, int(allowed.size), _choices(vocab, allowed, logits, top_k),
                     Choice(token, token_text(vocab, token), picked_logit), vetoed,
                     forced.decode("utf-8", errors="backslashreplace"))
 
@@ -158,7 +162,7 @@ def trace_decode(artifact: Artifact, vocab: Vocabulary, source: Any, prompt: lis
 
     def observe(_: int, s: Step) -> None:
         assert s.state is not None and s.allowed is not None
-        trace.rows.append(_row(vocab, s.index, s.state, s.allowed, s.raw, s.token, s.forced, top_k))
+        trace.rows.append(_row(vocab, s.index, s.state, s.depth or 1, s.allowed, s.raw, s.token, s.forced, top_k))
 
     run = decode(source, [prompt], artifact=artifact, eos_ids=artifact.eos_token_ids,
                  token_bytes=vocab.token_bytes, max_tokens=max_tokens, observe=observe)
@@ -185,7 +189,8 @@ def trace_text(artifact: Artifact, vocab: Vocabulary, text: str, *, logits: NDAr
         if tok is None:  # no EOS token in this vocabulary: just say whether it could end
             trace.finish = "eos" if m.can_terminate() else "incomplete"
             break
-        row = _row(vocab, step, m.state, allowed, logits, tok, forced, top_k)
+        depth = m.depth if isinstance(m, PushdownMatcher) else 1
+        row = _row(vocab, step, m.state, depth, allowed, logits, tok, forced, top_k)
         ok = m.accept_token(tok)
         row.accepted = ok
         trace.rows.append(row)

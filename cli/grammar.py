@@ -39,8 +39,8 @@ def load_grammar(spec: str | None, regex: str | None, vocab: Vocabulary, *, whit
     if gbnf is not None or kind_for_path(str(spec)) == "gbnf":
         gpath = Path(gbnf if gbnf is not None else str(spec))
         text, failure = read_text(gpath) if gpath.is_file() else (None, {"message": f"no such file: {gpath}"})
-        if failure is not None:
-            raise InputError(failure["message"])
+        if failure is not None or not isinstance(text, str):
+            raise InputError(failure["message"] if failure is not None else f"cannot read {gpath}")
         return maskc.compile_gbnf(text, vocab, max_depth=max_depth, cache=store)
     assert spec is not None
     path = Path(spec)

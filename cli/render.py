@@ -166,7 +166,8 @@ def trace_table(out: Output, doc: dict[str, Any], tokenizer: str) -> None:
     """The ``maskc trace`` view: a row per step, then the output and how it ended."""
     table = Table(title=f"[bold]trace[/] · {tokenizer}", title_justify="left", box=box.SIMPLE_HEAD)
     for name, kw in (("step", {"justify": "right"}), ("state", {"justify": "right"}),
-                     ("allowed", {"justify": "right"}), ("top allowed", {"overflow": "fold"}),
+                     ("depth", {"justify": "right"}), ("allowed", {"justify": "right"}),
+                     ("top allowed", {"overflow": "fold"}),
                      ("picked", {}), ("vetoed (model preferred)", {}), ("forced", {"overflow": "fold"})):
         table.add_column(name, **kw)  # type: ignore[arg-type]
     for r in doc["steps"]:
@@ -177,7 +178,7 @@ def trace_table(out: Output, doc: dict[str, Any], tokenizer: str) -> None:
         if not r["accepted"]:
             picked.stylize("bold red")
             picked.append(" ✗ rejected", style="bold red")
-        table.add_row(str(r["step"]), str(r["state"]), f"{r['allowed']:,}", top, picked,
+        table.add_row(str(r["step"]), str(r["state"]), str(r["depth"]), f"{r['allowed']:,}", top, picked,
                       _choice(r["vetoed"]), show_token(r["forced"]))
     out.show(table)
     finish = doc["finish"]

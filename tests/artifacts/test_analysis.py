@@ -127,3 +127,21 @@ def test_adversary_breaks_ties_by_logit() -> None:
     art = maskc.compile_regex("[xy]", vocab)
     adv = Adversary(art, vocab, worst_case_length(art.dfa))
     assert adv.choose(0, art.matcher().allowed_token_ids(), np.array([1.0, 2.0, 0.0], dtype=np.float32)) == 1
+
+
+def test_static_analyses_live_in_the_compiler() -> None:
+    import maskc.artifacts.analysis as runtime_side
+    import maskc.compiler.analysis as compiler_side
+
+    assert runtime_side.worst_case_length is compiler_side.worst_case_length
+    assert runtime_side.LengthBound is compiler_side.LengthBound
+    with pytest.raises(ValueError, match="pushdown"):
+        worst_case_length(regex_dfa("ab")).stack_remaining((0,))
+
+
+def test_a_regular_adversary_takes_a_state() -> None:
+    vocab = Vocabulary.from_tokens(["x", "y", "EOS"], eos="EOS")
+    art = maskc.compile_regex("[xy]", vocab)
+    adv = Adversary(art, vocab, worst_case_length(art.dfa))
+    with pytest.raises(TypeError):
+        adv.choose(((0,),), art.matcher().allowed_token_ids(), np.zeros(3, dtype=np.float32))

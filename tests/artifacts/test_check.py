@@ -4,6 +4,7 @@ vocabularies, so every number asserted here is computed by hand or by an oracle.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,8 @@ from maskc.artifacts.check import (
     AUTO_TOKEN_CAP,
     UNBOUNDED_BUDGET,
     Judge,
+    Verdict,
+    count_text,
     default_prompt,
     resolve_budget,
     run_check,
@@ -138,7 +141,14 @@ def test_adversary_exposes_an_unbounded_schema(byte_vocab: Vocabulary) -> None:
 def test_auto_budget_is_capped() -> None:
     bound = worst_case_length(regex_dfa("a{5000}"))
     assert resolve_budget("auto", bound)[0] == AUTO_TOKEN_CAP
+    assert "--max-tokens 5001" in resolve_budget("auto", bound)[1]
     assert resolve_budget(123, bound) == (123, "given")
+
+
+def test_astronomical_counts_are_written_as_powers_of_ten() -> None:
+    assert count_text(1234) == "1,234"
+    assert count_text(10**18 - 1) == "999,999,999,999,999,999"
+    assert count_text(123 * 10**40) == "about 1.23e42"
 
 
 def test_judge_names_length_violations(byte_vocab: Vocabulary) -> None:
@@ -147,7 +157,7 @@ def test_judge_names_length_violations(byte_vocab: Vocabulary) -> None:
     art = maskc.compile_json_schema(schema, byte_vocab)
     judge = Judge(art, byte_vocab)
 
-    def verdict(text: str, finish: str = "eos") -> object:
+    def verdict(text: str, finish: str = "eos") -> Verdict:
         return judge(Output(byte_vocab.encode(text), finish))
 
     v = verdict('{"s":"toolong","l":[1,2]}')
@@ -214,7 +224,8 @@ class _Counter:
     """
 
     def __init__(self, vocab: Vocabulary, *, can_select: bool) -> None:
-        self.vocab, self.width, self.calls = vocab, vocab.vocab_size, []
+        self.vocab, self.width = vocab, vocab.vocab_size
+        self.calls: list[list[int]] = []
         self.eos = vocab.eos_ids[0]
         if not can_select:
             self.select = None  # type: ignore[assignment]
@@ -225,7 +236,7 @@ class _Counter:
             out[r, self.eos if t >= ord("z") else t + 1] = 1.0
         return out
 
-    def start(self, prompts: list[list[int]]) -> torch.Tensor:
+    def start(self, prompts: Sequence[Sequence[int]]) -> torch.Tensor:
         self.last = [p[-1] for p in prompts]
         return self._logits()
 
@@ -233,7 +244,7 @@ class _Counter:
         self.last = [int(t) for t in tokens]
         return self._logits()
 
-    def select(self, rows: list[int]) -> bool:
+    def select(self, rows: Sequence[int]) -> bool:
         self.calls.append(list(rows))
         self.last = [self.last[r] for r in rows]
         return True

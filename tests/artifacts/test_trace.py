@@ -110,6 +110,7 @@ def test_replay_through_a_real_tokenizer(deepseek: Vocabulary) -> None:
     assert ok.finish == "eos" and ok.output == b'{"n":12}'
     bad = trace_text(art, deepseek, '{"n":1.5}')
     assert bad.finish == "rejected"
+    assert bad.rejected is not None
     assert bad.prefix.startswith(b'{"n":1') and b"." in deepseek.token_bytes[bad.rejected.token]
 
 
@@ -139,3 +140,13 @@ def test_usage_errors_exit_2() -> None:
 
 def test_unencodable_text_is_a_tokenizer_error() -> None:
     assert _trace("--text", '{"c":1}')[0] == 2
+
+
+def test_every_format_has_a_depth_column() -> None:
+    code, out = _trace("--logits", str(LOGITS), "--format", "jsonl")
+    assert code == 0
+    steps = [json.loads(x) for x in out.splitlines()][:6]
+    assert [s["depth"] for s in steps] == [1] * 6  # a regular grammar never pushes a frame
+    code, out = _trace("--logits", str(LOGITS))
+    header = next(line for line in out.splitlines() if "step" in line and "allowed" in line)
+    assert header.split()[:4] == ["step", "state", "depth", "allowed"]
