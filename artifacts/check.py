@@ -22,6 +22,7 @@ import torch
 from maskc.artifacts.analysis import Adversary, LengthBound, Reachability, eos_reachability, length_bound
 from maskc.artifacts.artifact import Artifact
 from maskc.artifacts.decode import DecodeRun, LogitsSource, Output, decode
+from maskc.compiler.frontends.registry import frontend
 from maskc.compiler.vocab import Vocabulary
 
 __all__ = [
@@ -47,21 +48,9 @@ _LIMIT_KEYWORDS = ("maxLength", "maxItems")
 
 
 def default_prompt(artifact: Artifact, instruction: str | None = None) -> str:
-    """The user turn: an instruction, then the grammar the output must follow."""
-    kind, source = artifact.grammar_kind, artifact.metadata["grammar_source"]
-    if kind == "json_schema":
-        schema = orjson.dumps(orjson.loads(source), option=orjson.OPT_INDENT_2).decode()
-        ask = instruction or "Produce one JSON value that conforms to the JSON Schema below."
-        return f"{ask}\nReply with the JSON only: no prose, no code fences.\n\nJSON Schema:\n{schema}"
-    if kind == "choice":
-        options = "\n".join(f"- {c}" for c in orjson.loads(source))
-        ask = instruction or "Answer with exactly one of these options."
-        return f"{ask}\nReply with the option only.\n\nOptions:\n{options}"
-    if kind == "gbnf":
-        ask = instruction or "Produce text that follows the GBNF grammar below (start rule: root)."
-        return f"{ask}\nReply with the text only.\n\nGrammar:\n{source}"
-    ask = instruction or "Produce text that matches the regular expression below."
-    return f"{ask}\nReply with the matching text only.\n\nRegular expression:\n{source}"
+    """The user turn: an instruction, then the grammar the output must follow (per the
+    grammar kind's front end)."""
+    return frontend(artifact.grammar_kind).prompt(artifact.metadata["grammar_source"], instruction)
 
 
 _EXACT_DIGITS = 18
