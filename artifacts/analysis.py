@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from maskc.artifacts.artifact import Artifact
 from maskc.compiler.analysis import INFEASIBLE, UNBOUNDED, UNBOUNDED_FRAME, LengthBound, worst_case_length
 from maskc.compiler.pda import NEED_INF
+from maskc.compiler.maskstore import unpack_bool
 from maskc.compiler.vocab import Vocabulary
 
 __all__ = [
@@ -234,8 +235,7 @@ def eos_reachability(artifact: Artifact, vocab: Vocabulary, *, max_work: int = 5
 
 
 def _allowed_ids(row: NDArray[np.int32], vocab_size: int) -> NDArray[np.int64]:
-    bits = np.unpackbits(row.view(np.uint8), bitorder="little")[:vocab_size]
-    return np.flatnonzero(bits).astype(np.int64)
+    return np.flatnonzero(unpack_bool(row, vocab_size)).astype(np.int64)
 
 
 def _configuration_graph(artifact: Artifact, vocab: Vocabulary, *, max_work: int, max_configs: int) -> Reachability:

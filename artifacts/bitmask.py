@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from maskc.compiler.maskstore import bitmask_words
+from maskc.compiler.maskstore import bitmask_words, unpack_bool
 
 __all__ = ["bitmask_shape", "allocate_bitmask_np", "unpack_bitmask"]
 
@@ -23,5 +23,4 @@ def allocate_bitmask_np(batch: int, vocab_size: int) -> NDArray[np.int32]:
 
 def unpack_bitmask(row: NDArray[np.int32], vocab_size: int) -> NDArray[np.bool_]:
     """One bitmask row as a boolean array of width ``vocab_size``."""
-    bits = np.unpackbits(np.ascontiguousarray(row, dtype="<i4").view(np.uint8), bitorder="little")
-    return bits[:vocab_size].astype(np.bool_)
+    return unpack_bool(np.ascontiguousarray(row, dtype="<i4"), vocab_size)

@@ -17,6 +17,7 @@ import orjson
 from numpy.typing import NDArray
 
 from maskc.compiler.errors import ArtifactCorrupt, ArtifactVersionMismatch
+from maskc.compiler.maskstore import bitmask_words
 
 __all__ = [
     "FORMAT",
@@ -184,7 +185,7 @@ def check_tables(tensors: Mapping[str, NDArray[np.generic]], vocab_size: int, wh
     bad = bad or bool(m and np.any(np.diff(offsets) < 0))
     if not bad and m:
         lens = np.diff(offsets)
-        words = (vocab_size + 31) // 32
+        words = bitmask_words(vocab_size)
         dense = kinds == 2
         delta = kinds == 3
         bad = bool(np.any(lens[dense] != words)) or int(kinds.max()) > 3 or bool(np.any(lens[delta] < 1))

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from maskc.compiler.maskstore import bitmask_words
+
 if TYPE_CHECKING:
     from maskc.artifacts.artifact import Artifact
 
@@ -120,7 +122,7 @@ class Matcher:
         ``bitmask`` is a numpy array or a torch tensor (CPU or CUDA). Once terminated, no
         token is allowed.
         """
-        words = (self.artifact.vocab_size + 31) // 32
+        words = bitmask_words(self.artifact.vocab_size)
         shape = tuple(bitmask.shape)
         if len(shape) != 2 or shape[1] != words:
             raise ValueError(f"bitmask must have shape [batch, {words}], got {list(shape)}")

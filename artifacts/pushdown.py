@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from maskc.compiler.maskstore import bitmask_words
+from maskc.compiler.maskstore import bitmask_words, unpack_bool
 
 if TYPE_CHECKING:
     from maskc.artifacts.artifact import Artifact
@@ -429,8 +429,7 @@ class PushdownMatcher:
         if not c:
             return np.zeros(0, dtype=np.int64)
         row = self._rt.mask(c)[0]
-        bits = np.unpackbits(row.view(np.uint8), bitorder="little")[: self.artifact.vocab_size]
-        return np.flatnonzero(bits)
+        return np.flatnonzero(unpack_bool(row, self.artifact.vocab_size))
 
     def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> None:
         """Write the allowed set into row ``index`` of an int32 ``[batch, ceil(V/32)]`` bitmask."""

@@ -11,6 +11,8 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
+from maskc.compiler.maskstore import bitmask_words
+
 __all__ = ["allocate_token_bitmask", "apply_token_bitmask_inplace", "copy_row"]
 
 _SHIFTS: dict[str, torch.Tensor] = {}
@@ -25,7 +27,7 @@ def allocate_token_bitmask(batch_size: int, vocab_size: int) -> torch.Tensor:
     """
     if batch_size < 1 or vocab_size < 1:
         raise ValueError(f"batch_size and vocab_size must be positive, got {batch_size}, {vocab_size}")
-    return torch.full((batch_size, (vocab_size + 31) // 32), -1, dtype=torch.int32)
+    return torch.full((batch_size, bitmask_words(vocab_size)), -1, dtype=torch.int32)
 
 
 def _unpack(bitmask: torch.Tensor, width: int) -> torch.Tensor:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["MaskStore", "MaskStoreBuilder", "KIND_ALLOW", "KIND_REJECT", "KIND_DENSE", "KIND_DELTA", "bitmask_words", "pack_bool"]
+__all__ = ["MaskStore", "MaskStoreBuilder", "KIND_ALLOW", "KIND_REJECT", "KIND_DENSE", "KIND_DELTA", "bitmask_words", "pack_bool", "unpack_bool"]
 
 KIND_ALLOW = 0
 KIND_REJECT = 1
@@ -25,6 +25,12 @@ DELTA_WINDOW = 16
 def bitmask_words(vocab_size: int) -> int:
     """Number of int32 words in one bitmask row: ``ceil(vocab_size / 32)``."""
     return (vocab_size + 31) // 32
+
+
+def unpack_bool(row: NDArray[np.generic], vocab_size: int) -> NDArray[np.bool_]:
+    """An int32 bitmask row (or its uint32/uint64 view) -> boolean mask of width ``vocab_size``."""
+    bits = np.unpackbits(np.ascontiguousarray(row).view(np.uint8), bitorder="little")
+    return bits[:vocab_size].astype(np.bool_)
 
 
 def pack_bool(mask: NDArray[np.bool_]) -> NDArray[np.int32]:
@@ -87,8 +93,7 @@ class MaskStore:
             bits[seg] = False
             return np.flatnonzero(bits)
         dense = seg if kind == KIND_DENSE else self.dense_row(m)
-        packed = np.unpackbits(np.ascontiguousarray(dense).view(np.uint8), bitorder="little")[: self.vocab_size]
-        return np.flatnonzero(packed)
+        return np.flatnonzero(unpack_bool(dense, self.vocab_size))
 
     def count(self, m: int) -> int:
         kind = int(self.kinds[m])
@@ -150,8 +155,7 @@ class MaskStoreBuilder:
                 best = (base, diff)
         if best is not None and best[1] + 1 < data.shape[0]:
             base = best[0]
-            base_bits = np.unpackbits(self._recent_row(base).view(np.uint8), bitorder="little")[: self.vocab_size]
-            flips = np.flatnonzero(base_bits.astype(np.bool_) != mask).astype(np.int32)
+            flips = np.flatnonzero(unpack_bool(self._recent_row(base), self.vocab_size) != mask).astype(np.int32)
             kind, data = KIND_DELTA, np.concatenate([np.array([base], dtype=np.int32), flips])
             depth = self._depth[base] + 1
         m = len(self._kinds)
