@@ -38,6 +38,7 @@ __all__ = ["align_pda", "PdaMasks", "INLINE_DEPTH"]
 
 INLINE_DEPTH = 2  # call levels a token may enter and leave inside a state's precomputed mask
 MAX_LOCAL_STATES = 40_000  # past this the inline depth is lowered
+MAX_OUTER = 16  # configurations tracked past the frame; beyond, any byte may follow
 
 Local = tuple[tuple[int, ...], int]  # (return states pushed within the token, current state)
 
@@ -125,10 +126,21 @@ def _local_automata(pda: Pda, k: int, deadline: float | None) -> tuple[Dfa, Dfa,
                         work.extend(((), r) for r in returns[q])
         return frozenset(out), left, esc
 
+    memo: dict[tuple[frozenset[Local], frozenset[Local], bool], tuple[frozenset[Local], frozenset[Local], bool]] = {}
+
     def close_both(inner_cfgs: set[Local], outer_cfgs: set[Local], first: bool) -> tuple[frozenset[Local], frozenset[Local], bool]:
-        a, left, e1 = closure(inner_cfgs, first, True)
-        b, _, e2 = closure(outer_cfgs | left, first, False)
-        return a, b, e1 or e2
+        key = (frozenset(inner_cfgs), frozenset(outer_cfgs), first)
+        got = memo.get(key)
+        if got is None:
+            a, left, e1 = closure(inner_cfgs, first, True)
+            b, _, e2 = closure(outer_cfgs | left, first, False)
+            if len(b) > MAX_OUTER:  # too many callers to track: let the walk go loose (sound)
+                b, e2 = frozenset(), True
+            got = (a, b, e1 or e2)
+            memo[key] = got
+        return got
+
+    live_classes = [[c for c, t in enumerate(row) if t >= 0] for row in trans]
 
     index: dict[Subset, int] = {}
     order: list[Subset] = []
@@ -151,7 +163,14 @@ def _local_automata(pda: Pda, k: int, deadline: float | None) -> tuple[Dfa, Dfa,
             raise TimeLimitExceeded("compile time (s)", limit=0)
         inner, outer, esc = order[i]
         row = [DEAD] * nclasses
-        for cl in range(nclasses):
+        # only the classes some configuration can take (or all, once loose)
+        classes: set[int] = set(range(nclasses)) if esc else set()
+        if not esc:
+            for _, q in inner:
+                classes.update(live_classes[q])
+            for _, q in outer:
+                classes.update(live_classes[q])
+        for cl in sorted(classes):
             si = {(rs, trans[q][cl]) for rs, q in inner if trans[q][cl] >= 0}
             so = {(rs, trans[q][cl]) for rs, q in outer if trans[q][cl] >= 0}
             a, b, e = close_both(si, so, False)
