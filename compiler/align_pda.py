@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 
 from maskc.compiler.align import TokenTable, align
 from maskc.compiler.dfa import DEAD, Dfa
-from maskc.compiler.errors import TimeLimitExceeded
+from maskc.compiler.errors import StateLimitExceeded, TimeLimitExceeded
 from maskc.compiler.pda import Pda
 
 __all__ = ["align_pda", "PdaMasks", "INLINE_DEPTH"]
@@ -84,7 +84,8 @@ def _return_points(pda: Pda) -> list[list[int]]:
 Subset = tuple[frozenset[Local], frozenset[Local], bool]  # (inside the frame, past it, loose)
 
 
-def _local_automata(pda: Pda, k: int, deadline: float | None) -> tuple[Dfa, Dfa, NDArray[np.int64], NDArray[np.int64]] | None:
+def _local_automata(pda: Pda, k: int, deadline: float | None,
+                    limit: int = MAX_LOCAL_STATES) -> tuple[Dfa, Dfa, NDArray[np.int64], NDArray[np.int64]] | None:
     """The 'accepted' and 'accepted or uncertain' automata and each PDA state's seed in them.
 
     A subset holds the configurations still inside the starting frame, those that
@@ -157,7 +158,7 @@ def _local_automata(pda: Pda, k: int, deadline: float | None) -> tuple[Dfa, Dfa,
     rows: list[list[int]] = []
     i = 0
     while i < len(order):
-        if len(order) > MAX_LOCAL_STATES:
+        if len(order) > limit:
             return None
         if deadline is not None and (i & 255) == 0 and time.monotonic() > deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
@@ -209,12 +210,14 @@ def align_pda(
     progress: Callable[[int, int], None] | None = None,
     deadline: float | None = None,
     inline_depth: int = INLINE_DEPTH,
+    max_states: int = 200_000,
 ) -> PdaMasks:
     """Accepted and uncertain token masks of every state of ``pda`` (EOS excluded: the
     runtime allows it where the whole stack can finish).
 
     Raises:
         TimeLimitExceeded: ``deadline`` passed.
+        StateLimitExceeded: the alignment automata exceed ``max_states`` even without inlining.
     """
     k = inline_depth
     built = _local_automata(pda, k, deadline)
@@ -222,8 +225,10 @@ def align_pda(
         k -= 1
         built = _local_automata(pda, k, deadline)
     if built is None:
-        built = _local_automata(pda, 0, deadline)
-        assert built is not None
+        k = 0
+        built = _local_automata(pda, 0, deadline, limit=max(max_states, MAX_LOCAL_STATES))
+    if built is None:
+        raise StateLimitExceeded("token-alignment states of the pushdown automaton", limit=max(max_states, MAX_LOCAL_STATES))
     d_local, d_any, seed_local, seed_any = built
     no_eos = TokenTable(table.flat, table.offsets, table.walkable, (), table.vocab_size)
     no_eos.__dict__["_slices"] = table.slices()
