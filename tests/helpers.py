@@ -8,7 +8,8 @@ from typing import Any
 from maskc.compiler.dfa import Dfa
 from maskc.compiler.frontends.json_schema import schema_to_ir
 from maskc.compiler.frontends.regex import regex_to_ir
-from maskc.compiler.ir import Node
+from maskc.compiler.frontends.json_schema.refs import has_ref, map_refs
+from maskc.compiler.ir import NOTHING, Grammar, Node
 from maskc.compiler.options import CompileOptions, parse_whitespace
 from maskc.compiler.pipeline import grammar_dfa
 
@@ -21,10 +22,28 @@ def regex_dfa(pattern: str) -> Dfa:
     return dfa_of(regex_to_ir(pattern))
 
 
+def unrolled(grammar: Grammar, depth: int = 4) -> Node:
+    """The start rule with references inlined ``depth`` calls deep and cut below (a subset).
+
+    A regular grammar is its body; a recursive one is approximated from below, so a test
+    may assert acceptance of values nested at most ``depth`` rule calls deep, and rejection
+    only of values the full grammar rejects too.
+    """
+    rules = grammar.rule_map
+
+    def expand(node: Node, budget: int) -> Node:
+        if not has_ref(node):
+            return node
+        return map_refs(node, lambda r: NOTHING if budget == 0 else expand(rules[r.name], budget - 1))
+
+    return expand(grammar.body, depth)
+
+
 def schema_dfa(schema: Any, whitespace: str = "compact", lenient: bool = False) -> Dfa:
+    """The DFA of a schema; a recursive one is unrolled (see :func:`unrolled`)."""
     opts = CompileOptions(parse_whitespace(whitespace), lenient)
-    node, _ = schema_to_ir(schema, opts)
-    return grammar_dfa(node, opts)
+    grammar, _ = schema_to_ir(schema, opts)
+    return grammar_dfa(unrolled(grammar), opts)
 
 
 def compact(value: Any) -> bytes:

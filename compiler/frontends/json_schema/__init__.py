@@ -1,0 +1,151 @@
+"""JSON Schema (draft 2020-12, and draft 7's forms) to a :class:`~maskc.compiler.ir.Grammar`.
+
+Output follows the schema's property order; optional properties may be skipped. A keyword
+that the grammar cannot enforce raises :class:`UnsupportedKeyword` naming it and its JSON
+pointer, or, in lenient mode, is recorded in ``not_enforced`` and compiled without.
+A schema without recursion compiles to one regular rule; recursive ``$ref``s and
+free-form values (``{}``, ``true``) become rules (see :mod:`.refs`). One module per
+keyword family: :mod:`.refs`, :mod:`.combinators`, :mod:`.objects`, :mod:`.arrays`,
+:mod:`.scalars`.
+"""
+
+from __future__ import annotations
+
+from maskc.compiler.errors import EmptyLanguage, SchemaError
+from maskc.compiler.frontends.json_schema.arrays import ArraysMixin
+from maskc.compiler.frontends.json_schema.base import (
+    ANNOTATIONS,
+    ARRAY_KW,
+    NUMBER_KW,
+    OBJECT_KW,
+    STRING_KW,
+    TYPES,
+    UNSUPPORTED,
+    JsonValue,
+    dumps_layout,
+    ptr,
+)
+from maskc.compiler.frontends.json_schema.combinators import CombinatorsMixin
+from maskc.compiler.frontends.json_schema.objects import ObjectsMixin
+from maskc.compiler.frontends.json_schema.refs import ANY_RULE, RefsMixin
+from maskc.compiler.frontends.json_schema.scalars import ScalarsMixin
+from maskc.compiler.ir import NOTHING, Grammar, Node, alt, lit
+from maskc.compiler.options import CompileOptions
+
+__all__ = ["schema_to_ir", "SchemaCompiler", "ANNOTATIONS", "UNSUPPORTED", "dumps_layout", "ANY_RULE"]
+
+
+class SchemaCompiler(RefsMixin, CombinatorsMixin, ObjectsMixin, ArraysMixin, ScalarsMixin):
+    """Compiles one root schema; ``not_enforced`` collects what lenient mode dropped."""
+
+    def __init__(self, root: JsonValue, options: CompileOptions) -> None:
+        if not isinstance(root, (dict, bool)):
+            raise SchemaError(f"a schema must be an object or a boolean, got {type(root).__name__}")
+        super().__init__(root, options)
+
+    def compile(self) -> Grammar:
+        """The grammar of the root schema (start rule first).
+
+        Raises:
+            EmptyLanguage: no value satisfies the schema.
+        """
+        # The root is expanded as the target of "#", so "$ref": "#" recurses into a rule.
+        top = self.expand("#", lambda: self.value(self.root, "", 0), 0, "$ref", "")
+        grammar = self.grammar(top)
+        if grammar.body == NOTHING:
+            raise EmptyLanguage("the schema admits no value")
+        return grammar
+
+    def value(self, schema: JsonValue, pointer: str, depth: int) -> Node:
+        if schema is True or schema == {}:
+            return self.any_value(depth)
+        if schema is False:
+            return NOTHING
+        if not isinstance(schema, dict):
+            raise SchemaError(f"a schema must be an object or a boolean, got {type(schema).__name__}", pointer=pointer)
+        if "$ref" in schema:
+            return self.reference(schema, pointer, depth)
+        if "not" in schema:
+            schema = self.simplify_not(schema, pointer)
+            if schema is False:
+                return NOTHING
+        for kw in schema:
+            if kw in UNSUPPORTED:
+                if kw in ("minProperties",) and schema[kw] == 0:
+                    continue
+                self.unsupported(kw, ptr(pointer, kw))
+        if "allOf" in schema:
+            return self.merged(schema, pointer, depth, "allOf")
+        for kw in ("anyOf", "oneOf"):
+            if kw in schema:
+                return self.union(schema, kw, pointer, depth)
+        if "const" in schema:
+            return self.literals([schema["const"]], schema, pointer, depth)
+        if "enum" in schema:
+            if not isinstance(schema["enum"], list):
+                raise SchemaError("enum must be an array", pointer=ptr(pointer, "enum"))
+            return self.literals(schema["enum"], schema, pointer, depth)
+        types = self.types_of(schema, pointer)
+        return alt(*(self.typed(t, schema, pointer, depth) for t in types))
+
+    def types_of(self, schema: dict[str, JsonValue], pointer: str) -> list[str]:
+        t = schema.get("type")
+        if t is None:
+            keys = set(schema)
+            inferred = [
+                name
+                for name, kws in (("object", OBJECT_KW), ("array", ARRAY_KW), ("string", STRING_KW), ("number", NUMBER_KW))
+                if keys & kws
+            ]
+            return inferred or list(TYPES[:-1])
+        types = [t] if isinstance(t, str) else t
+        if not isinstance(types, list) or not all(isinstance(x, str) and x in TYPES for x in types):
+            raise SchemaError(f"bad type {t!r}", pointer=ptr(pointer, "type"))
+        if "number" in types and "integer" in types:
+            types = [x for x in types if x != "integer"]
+        return list(dict.fromkeys(types))
+
+    def typed(self, t: str, schema: dict[str, JsonValue], pointer: str, depth: int) -> Node:
+        if t == "null":
+            return lit("null")
+        if t == "boolean":
+            return alt(lit("true"), lit("false"))
+        if t == "string":
+            return self.string(schema, pointer)
+        if t in ("integer", "number"):
+            return self.number(t, schema, pointer)
+        if t == "object":
+            return self.object(schema, pointer, depth)
+        return self.array(schema, pointer, depth)
+
+
+def schema_to_ir(schema: JsonValue, options: CompileOptions) -> tuple[Grammar, list[dict[str, str]]]:
+    """Compile a JSON Schema into a grammar.
+
+    A schema without recursion gives a one-rule grammar without references (its
+    ``body`` is a regular language); recursive ``$ref``s and free-form values give rules
+    named by JSON pointer (``#/$defs/node``, ``#`` for the root, ``any``), suffixed
+    ``@depth`` under ``pretty`` whitespace.
+
+    Returns:
+        The grammar and the list of keywords compiled without enforcement (lenient mode).
+
+    Raises:
+        SchemaError: the schema is malformed (``pointer`` says where).
+        UnsupportedKeyword: a keyword cannot be enforced and ``lenient`` is off.
+        EmptyLanguage: no value satisfies the schema.
+
+    Example:
+        >>> g, _ = schema_to_ir({"$defs": {"n": {"type": "array", "items": {"$ref": "#/$defs/n"}}},
+        ...                      "$ref": "#/$defs/n"}, CompileOptions())
+        >>> [name for name, _ in g.rules]
+        ['#/$defs/n']
+    """
+    sc = SchemaCompiler(schema, options)
+    try:
+        return sc.compile(), sc.not_enforced
+    except RecursionError:
+        raise SchemaError(
+            "the schema nests too deeply (or its allOf/$ref chains loop)",
+            hint="simplify the nesting of allOf/anyOf/$ref",
+        ) from None

@@ -1,0 +1,101 @@
+"""Arrays: ``items``, ``prefixItems`` (draft 7: ``items`` as a list, ``additionalItems``),
+``minItems``, ``maxItems``.
+
+A DFA counts items by copying the item's automaton once per position, so a large count
+of large items is refused (lenient: the bound is dropped and recorded). A recursive item
+is one call edge per position, so only the rest of the item is counted.
+"""
+
+from __future__ import annotations
+
+from maskc.compiler.errors import EmptyLanguage, SchemaError
+from maskc.compiler.frontends.json_schema.base import Base, JsonValue
+from maskc.compiler.frontends.json_schema.base import ptr as _ptr
+from maskc.compiler.frontends.json_schema.refs import map_refs
+from maskc.compiler.frontends.json_text import Layout
+from maskc.compiler.ir import NOTHING, Node, RuleRef, alt, lit, rep, seq
+
+__all__ = ["ArraysMixin"]
+
+
+class ArraysMixin(Base):
+    """The ``array`` type."""
+
+    def array(self, schema: dict[str, JsonValue], pointer: str, depth: int) -> Node:
+        layout = Layout(self.options.whitespace, depth)
+        lo = schema.get("minItems", 0)
+        hi = schema.get("maxItems")
+        for k, v in (("minItems", lo), ("maxItems", hi)):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+                raise SchemaError(f"{k} must be a non-negative integer", pointer=_ptr(pointer, k))
+        prefix = schema.get("prefixItems")
+        items = schema.get("items", True)
+        if isinstance(items, list):  # draft 7 tuple form
+            prefix, items = items, schema.get("additionalItems", True)
+        prefix = prefix or []
+        nodes = [self.value(p, _ptr(pointer, "prefixItems", i), depth + 1) for i, p in enumerate(prefix)]
+        tail = self.value(items, _ptr(pointer, "items"), depth + 1)
+        counted = (hi if hi is not None else lo) - len(nodes)
+        if counted > 1 and tail != NOTHING:
+            # A DFA counts items by copying the item's automaton once per position.
+            size = _dfa_size(map_refs(tail, _call_edge) if self.recursive else tail, self.options.limits.max_states)
+            if size * counted > self.options.limits.max_states // 4:
+                kw = "maxItems" if hi is not None else "minItems"
+                self.unsupported(
+                    kw, _ptr(pointer, kw),
+                    f"counting {counted} items of ~{size} states each needs ~{size * counted} states",
+                )
+                if hi is not None:
+                    hi = None
+                else:
+                    lo = min(lo, len(nodes) + 1)
+        # Sequences of length n in [lo, hi]: positions < len(prefix) use their own schema.
+        max_len = hi
+        if tail == NOTHING:
+            max_len = len(nodes) if hi is None else min(hi, len(nodes))
+        if max_len is not None and lo > max_len:
+            raise EmptyLanguage(f"minItems {lo} cannot be met (at {pointer or '/'})")
+        options: list[Node] = []
+        if lo == 0:
+            options.append(layout.close_empty("]"))
+        close = layout.close("]")
+
+        def chain(i: int) -> Node:
+            """Item i (0-based) and everything after it, the closing bracket included."""
+            if i >= len(nodes):
+                need = max(0, lo - i - 1)
+                more = None if max_len is None else max_len - i - 1
+                if more is not None and more < need:
+                    return NOTHING
+                return seq(tail, rep(seq(layout.sep, tail), need, more), close)
+            if nodes[i] == NOTHING:
+                return NOTHING
+            opts: list[Node] = []
+            if i + 1 >= lo:
+                opts.append(close)
+            if max_len is None or i + 1 < max_len:
+                nxt = chain(i + 1)
+                if nxt != NOTHING:
+                    opts.append(seq(layout.sep, nxt))
+            return seq(nodes[i], alt(*opts))
+
+        if max_len is None or max_len > 0:
+            first = chain(0)
+            if first != NOTHING:
+                options.append(seq(layout.first, first))
+        return seq(lit("["), alt(*options))
+
+
+def _call_edge(_ref: RuleRef) -> Node:
+    return lit(b"\x00")  # a call is one edge: count it as one byte
+
+
+def _dfa_size(node: Node, limit: int) -> int:
+    """A cheap estimate of the DFA size of ``node`` (half its NFA states; the limit if larger)."""
+    from maskc.compiler.errors import LimitExceeded
+    from maskc.compiler.nfa import lower
+
+    try:
+        return lower(node, max_states=limit * 4).size // 2
+    except LimitExceeded:
+        return limit

@@ -1,0 +1,160 @@
+"""Shared vocabulary of the JSON Schema front end: keyword sets, pointers, layout dumps.
+
+:class:`Base` holds the state of one compile (the root, the options, what lenient mode
+dropped, the rules built so far) and declares the methods the keyword families call on
+each other; :class:`~maskc.compiler.frontends.json_schema.SchemaCompiler` mixes the
+families together.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from maskc.compiler.errors import UnsupportedKeyword
+from maskc.compiler.frontends.json_text import Layout
+from maskc.compiler.ir import Node
+from maskc.compiler.options import CompileOptions
+
+__all__ = [
+    "JsonValue",
+    "ANNOTATIONS",
+    "UNSUPPORTED",
+    "TYPES",
+    "STRING_KW",
+    "NUMBER_KW",
+    "OBJECT_KW",
+    "ARRAY_KW",
+    "ptr",
+    "dumps_layout",
+    "is_type",
+    "Base",
+]
+
+JsonValue = Any
+
+ANNOTATIONS = frozenset(
+    {
+        "$schema", "$id", "$comment", "$anchor", "$vocabulary", "$defs", "definitions",
+        "title", "description", "default", "examples", "example", "deprecated", "readOnly",
+        "writeOnly", "contentEncoding", "contentMediaType", "contentSchema", "nullable",
+        "discriminator", "xml", "externalDocs", "$dynamicAnchor",
+    }
+)
+"""Keywords that never constrain an instance."""
+
+# Validation keywords the grammar does not enforce (yet): an error, or not_enforced.
+UNSUPPORTED = frozenset(
+    {
+        "multipleOf", "uniqueItems", "not", "if", "then", "else", "dependentRequired",
+        "dependentSchemas", "dependencies", "contains", "minContains", "maxContains",
+        "propertyNames", "unevaluatedProperties", "unevaluatedItems",
+        "minProperties", "maxProperties", "$dynamicRef", "$recursiveRef",
+    }
+)
+"""Validation keywords the grammar does not enforce: an error, or (lenient) ``not_enforced``."""
+
+TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
+STRING_KW = frozenset({"minLength", "maxLength", "pattern", "format"})
+NUMBER_KW = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+OBJECT_KW = frozenset({"properties", "required", "additionalProperties", "patternProperties"})
+ARRAY_KW = frozenset({"items", "prefixItems", "minItems", "maxItems", "additionalItems"})
+
+
+def ptr(base: str, *parts: str | int) -> str:
+    """``base`` extended by ``parts``, each escaped as an RFC 6901 reference token."""
+    out = base
+    for p in parts:
+        out += "/" + str(p).replace("~", "~0").replace("/", "~1")
+    return out
+
+
+def dumps_layout(value: JsonValue, layout: Layout) -> bytes:
+    """``value`` as JSON text in the layout's whitespace policy (flexible: compact)."""
+    ws = layout.ws
+    if ws.mode == "pretty" and isinstance(value, (dict, list)) and value:
+        text = json.dumps(value, indent=ws.n, ensure_ascii=False)
+        pad = "\n" + " " * (ws.n * layout.depth)
+        return text.replace("\n", pad).encode()
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def is_type(v: JsonValue, t: str) -> bool:
+    """Whether the JSON value ``v`` has the JSON Schema type ``t`` (``2.0`` is an integer)."""
+    if t == "null":
+        return v is None
+    if t == "boolean":
+        return isinstance(v, bool)
+    if t == "string":
+        return isinstance(v, str)
+    if t == "integer":
+        return (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())
+    if t == "number":
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    if t == "object":
+        return isinstance(v, dict)
+    return isinstance(v, list)
+
+
+class Base:
+    """State of one compile, and the cross-family methods every keyword family may call.
+
+    Invariants: ``rules`` maps a rule name to its finished body; ``active`` is the stack
+    of (expansion key, JSON depth) being compiled right now; a key in ``recursive`` was
+    reached again while it was being expanded, so it is compiled as a rule, not inlined.
+    """
+
+    def __init__(self, root: JsonValue, options: CompileOptions) -> None:
+        self.root = root
+        self.options = options
+        self.not_enforced: list[dict[str, str]] = []
+        self.rules: dict[str, Node] = {}
+        self.active: list[tuple[str, int]] = []
+        self.recursive: set[str] = set()
+        self.rule_names: dict[str, str] = {}  # expansion key -> rule name (depth excluded)
+        self.taken_names: set[str] = set()
+        self.merging: list[int] = []  # ids of the schemas whose allOf is being merged
+        self.bounded_any = 0  # > 0: free-form values are regular, ONEOF_ANY_DEPTH deep
+
+    @property
+    def pretty(self) -> bool:
+        """Whether the layout depends on the nesting depth (so rules are made per depth)."""
+        return self.options.whitespace.mode == "pretty"
+
+    def unsupported(self, keyword: str, pointer: str, detail: str = "") -> None:
+        """Refuse ``keyword``, or (lenient) record it as compiled without enforcement."""
+        if not self.options.lenient:
+            raise UnsupportedKeyword(keyword, pointer=pointer, detail=detail)
+        entry = {"keyword": keyword, "pointer": pointer}
+        if detail:
+            entry["detail"] = detail
+        if entry not in self.not_enforced:
+            self.not_enforced.append(entry)
+
+    # -- implemented by the families (declared here for the type checker) ---------------
+
+    def value(self, schema: JsonValue, pointer: str, depth: int) -> Node:
+        """The language of ``schema`` at JSON nesting ``depth``."""
+        raise NotImplementedError
+
+    def types_of(self, schema: dict[str, JsonValue], pointer: str) -> list[str]:
+        """The JSON types ``schema`` admits, from ``type`` or inferred from its keywords."""
+        raise NotImplementedError
+
+    def deref(self, schema: JsonValue, pointer: str) -> tuple[JsonValue, str]:
+        """Follow a schema made only of ``$ref`` (and annotations) to its target."""
+        raise NotImplementedError
+
+    def merged(self, schema: dict[str, JsonValue], pointer: str, depth: int, keyword: str) -> Node:
+        """The language of an ``allOf`` schema (``keyword``: where it came from, for errors)."""
+        raise NotImplementedError
+
+    def expand(self, key: str, build: Callable[[], Node], depth: int, keyword: str, pointer: str,
+               name: str | None = None) -> Node:
+        """``build()`` inlined, or as the rule of ``key`` when ``key`` recurses."""
+        raise NotImplementedError
+
+    def any_value(self, depth: int) -> Node:
+        """Any JSON value at nesting ``depth``."""
+        raise NotImplementedError
