@@ -83,7 +83,6 @@ class CompileOptions:
 
     whitespace: Whitespace = Whitespace()
     lenient: bool = False
-    any_depth: int = 3  # nesting depth of untyped ("any JSON") values
     limits: Limits = Limits()
     max_depth: int = DEFAULT_MAX_DEPTH  # bound on rule nesting (pushdown stack frames) at run time
 
@@ -93,8 +92,7 @@ class CompileOptions:
 
     def canonical(self) -> dict[str, object]:
         """The options that change the output, as canonical JSON-able data (limits excluded)."""
-        return {"whitespace": str(self.whitespace), "lenient": self.lenient, "any_depth": self.any_depth,
-                "max_depth": self.max_depth}
+        return {"whitespace": str(self.whitespace), "lenient": self.lenient, "max_depth": self.max_depth}
 
     def canonical_json(self) -> str:
         return orjson.dumps(self.canonical(), option=orjson.OPT_SORT_KEYS).decode()

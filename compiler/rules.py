@@ -57,6 +57,26 @@ def references(node: Node) -> set[str]:
     return out
 
 
+def _ref_list(node: Node) -> list[str]:
+    """Every reference of ``node``, with repeats."""
+    out: list[str] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, RuleRef):
+            out.append(n.name)
+        elif isinstance(n, (Seq, Alt)):
+            stack.extend(n.items)
+        elif isinstance(n, Repeat):
+            stack.append(n.item)
+        elif isinstance(n, Fields):
+            stack.extend(x for x, _ in n.items)
+            stack.extend(x for x in (n.first, n.sep, n.close_nonempty, n.close_empty, n.rest) if x is not None)
+        elif isinstance(n, Product):
+            stack.extend((n.a, n.b))
+    return out
+
+
 def _size(node: Node) -> int:
     count = 0
     stack = [node]
@@ -227,12 +247,26 @@ def resolve_rules(grammar: Grammar) -> ResolvedRules:
     keep = _cyclic(graph)
     uses: dict[str, int] = {}
     for n in graph:
-        for r in graph[n]:
+        for r in _ref_list(bodies[n]):
             uses[r] = uses.get(r, 0) + 1
-    memo: dict[str, Node] = {}
+    # Sizes after inlining, bottom up: a rule used more than once whose expansion is large
+    # stays a call, so a DAG of small rules (a tree unrolled per depth) cannot blow up.
+    expanded: dict[str, int] = {}
+
+    def size_of(n: str) -> int:
+        got = expanded.get(n)
+        if got is None:
+            expanded[n] = 1  # guards cycles (kept rules are calls: size 1)
+            got = _size(bodies[n]) + sum(1 if r in keep else size_of(r) for r in _ref_list(bodies[n]))
+            if n not in keep and uses.get(n, 0) > 1 and got > INLINE_MAX_NODES:
+                keep.add(n)
+                got = 1
+            expanded[n] = got
+        return got
+
     for n in graph:
-        if n not in keep and uses.get(n, 0) > 1 and _size(bodies[n]) > INLINE_MAX_NODES:
-            keep.add(n)
+        size_of(n)
+    memo: dict[str, Node] = {}
 
     def expand(node: Node) -> Node:
         if isinstance(node, RuleRef):
@@ -262,8 +296,6 @@ def resolve_rules(grammar: Grammar) -> ResolvedRules:
         return node
 
     order = [grammar.start] + sorted(keep - {grammar.start}, key=list(bodies).index)
-    if grammar.start not in keep and not (references(bodies[grammar.start]) & keep):
-        order = [grammar.start]
     out_names: list[str] = []
     out_bodies: list[Node] = []
     for n in order:

@@ -186,7 +186,7 @@ def test_regex_and_choice(tmp_path: Path, vocab: str) -> None:
         (("schemas", "--whitespace", "loose"), "whitespace"),
         (("schemas", "--whitespace", "flexible:x"), "whitespace"),
         (("schemas", "--tokenizer", "no-such-tokenizer.json"), "not found"),
-        (("schemas", "--regex", "--choice"), "not both"),
+        (("schemas", "--regex", "--choice"), "use one of"),
         (("schemas", "--jobs", "0"), "jobs"),
     ],
 )
@@ -235,7 +235,7 @@ def test_internal_error_exits_3_and_debug_shows_traceback(schema_dir: Path, voca
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(maskc, "compile_json_schema", broken)
+    monkeypatch.setattr(maskc, "compile_source", broken)
     result = invoke("compile", schema_dir / "flag.json", "-t", vocab)
     assert result.exit_code == 3
     assert "internal error" in result.stdout and "MASKC_DEBUG=1" in result.stderr

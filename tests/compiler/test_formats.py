@@ -13,7 +13,6 @@ import ipaddress
 import json
 import re
 import string
-import time
 import uuid
 from collections.abc import Callable
 
@@ -272,9 +271,7 @@ def test_regex_compiles_with_interegular(name: str) -> None:
     for token in ("^", "$", "(?=", "(?!", "(?<", "(?P", "*?", "+?", "??", "}?"):
         assert token not in plain, token
     assert "(" not in plain.replace("(?:", ""), "capturing group"
-    start = time.perf_counter()
     fsm = interegular.parse_pattern(regex).to_fsm()
-    assert time.perf_counter() - start < 5.0
     assert len(fsm.reduce().states) < 1500  # type: ignore[no-untyped-call]
 
 
