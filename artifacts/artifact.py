@@ -61,6 +61,7 @@ class Artifact:
         )
         self.pda: Pda | None = None
         self.uncertain_mask: NDArray[np.int32] | None = None
+        self.flat_mask: NDArray[np.int32] | None = None
         self.inline_depth = 0
         self.max_depth = int(self.options.get("max_depth", 0) or 0)
         if "pda.call_offsets" in tensors:
@@ -81,6 +82,7 @@ class Artifact:
             if self.max_depth < 1:
                 raise ArtifactCorrupt(f"{where} lacks its nesting bound (options.max_depth)")
             self.uncertain_mask = np.asarray(tensors["mask.uncertain"], dtype=np.int32)
+            self.flat_mask = np.asarray(tensors["mask.flat"], dtype=np.int32)
         self._runtime: Any = None
         self._rows: dict[int, NDArray[np.int32]] = {}
         self._torch_rows: dict[tuple[int, str], Any] = {}
@@ -115,6 +117,7 @@ class Artifact:
                 "pda.rule_start": p.rule_start.astype(np.int32),
                 "pda.need": p.need.astype(np.int32),
                 "mask.uncertain": g.uncertain_mask.astype(np.int32),
+                "mask.flat": (g.flat_mask if g.flat_mask is not None else g.state_mask).astype(np.int32),
             })
             extra = {"rule_names": fmt.canonical_json(list(p.rule_names)), "inline_depth": str(g.inline_depth),
                      "max_depth": str(g.options.max_depth)}

@@ -58,6 +58,7 @@ PDA_TENSORS: dict[str, tuple[np.dtype[np.generic], int]] = {
     "pda.rule_start": (np.dtype(np.int32), 1),  # [rules], -1 for a rule never called
     "pda.need": (np.dtype(np.int32), 1),  # [states] frames needed above a state to finish its rule
     "mask.uncertain": (np.dtype(np.int32), 1),  # [states] mask id of the tokens the stack decides
+    "mask.flat": (np.dtype(np.int32), 1),  # [states] mask id of the accepted tokens that make no call
 }
 PDA_METADATA = ("rule_names", "inline_depth", "max_depth")
 
@@ -217,6 +218,7 @@ def _bad_pda(tensors: Mapping[str, NDArray[np.generic]], n: int, m: int) -> bool
             return True
     off, rule, ret = tensors["pda.call_offsets"], tensors["pda.call_rule"], tensors["pda.call_return"]
     start, need, unc = tensors["pda.rule_start"], tensors["pda.need"], tensors["mask.uncertain"]
+    flat = tensors["mask.flat"]
     r = start.shape[0]
     return bool(
         off.shape != (n + 1,) or int(off[0]) != 0 or int(off[-1]) != rule.shape[0] or bool(np.any(np.diff(off) < 0))
@@ -226,4 +228,5 @@ def _bad_pda(tensors: Mapping[str, NDArray[np.generic]], n: int, m: int) -> bool
         or int(start.min()) < -1 or int(start.max()) >= n or int(start[0]) != 0
         or (rule.size and bool(np.any(start[rule] < 0)))
         or int(need.min()) < 0 or int(unc.min()) < 0 or int(unc.max()) >= m
+        or flat.shape != (n,) or int(flat.min()) < 0 or int(flat.max()) >= m
     )

@@ -144,6 +144,20 @@ class _Walk:
         return any(self.rt.accepting[self.top(st)] and not self.has_below(st) for st in closed)
 
 
+def _reachable_need(trans: NDArray[np.int32], need: NDArray[np.int32]) -> NDArray[np.int64]:
+    """Per state: the largest ``need`` among the states its byte steps can reach (itself included)."""
+    n = trans.shape[0]
+    out = need.astype(np.int64)
+    ext = np.empty(n + 1, dtype=np.int64)
+    while True:
+        ext[:n] = out
+        ext[n] = 0
+        new = np.maximum(out, ext[np.where(trans >= 0, trans, n)].max(axis=1))
+        if np.array_equal(new, out):
+            return out
+        out = new
+
+
 class PushdownRuntime:
     """Per-artifact tables and memos shared by every matcher of a recursive artifact."""
 
@@ -160,14 +174,18 @@ class PushdownRuntime:
         self.starts: list[int] = pda.rule_start.tolist()
         self.need: list[int] = pda.need.tolist()
         self.max_depth = art.max_depth
-        reachable_need = [x for x in self.need if x <= self.max_depth]
-        max_need = max(reachable_need) if reachable_need else 0
+        # every state can finish (the automaton is pruned), so every need is finite
+        max_need = max(self.need, default=0)
         # Precomputed masks hold while a token's inline calls cannot meet the depth bound.
         self.fast_headroom = art.inline_depth + max_need + 1
         self.tokens = vocab.token_bytes
         self.eos = np.asarray(art.eos_token_ids, dtype=np.int64)
         self.words = bitmask_words(art.vocab_size)
         self.uncertain = art.uncertain_mask if art.uncertain_mask is not None else np.zeros(0, dtype=np.int32)
+        self.flat = art.flat_mask if art.flat_mask is not None else self.uncertain
+        # Accepted tokens that make no call hold wherever the need of every state their
+        # bytes can reach inside the frame fits: the largest need reachable by bytes.
+        self.flat_need: list[int] = _reachable_need(pda.dfa.trans, pda.need).tolist()
         self._ids: dict[int, NDArray[np.int64]] = {}
         self._rows: dict[int, NDArray[np.uint32]] = {}
         self._mask_memo: dict[Any, Any] = {}
@@ -265,6 +283,11 @@ class PushdownRuntime:
             unc = self._mask_ids(int(self.uncertain[q]))
             if w.fits(st, self.fast_headroom):
                 row |= self._mask_row(int(self.art.state_mask[q]))
+            elif w.fits(st, self.flat_need[q]):
+                # near the depth bound: the no-call tokens still hold; walk the calling ones
+                row |= self._mask_row(int(self.flat[q]))
+                calling = self._mask_ids(int(self.art.state_mask[q]))
+                candidates.append(calling)
             else:
                 candidates.append(self._mask_ids(int(self.art.state_mask[q])))
             candidates.append(unc)

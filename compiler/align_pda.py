@@ -44,10 +44,13 @@ Local = tuple[tuple[int, ...], int]  # (return states pushed within the token, c
 
 
 class PdaMasks:
-    """Per PDA state: a mask id of the accepted tokens and one of the uncertain tokens."""
+    """Per PDA state, mask ids: the accepted tokens, those of them that make no call (valid
+    wherever the depth headroom covers the state's ``need``), and the uncertain tokens."""
 
-    def __init__(self, accepted: NDArray[np.int32], uncertain: NDArray[np.int32], inline_depth: int) -> None:
+    def __init__(self, accepted: NDArray[np.int32], flat: NDArray[np.int32], uncertain: NDArray[np.int32],
+                 inline_depth: int) -> None:
         self.accepted = accepted
+        self.flat = flat
         self.uncertain = uncertain
         self.inline_depth = inline_depth
 
@@ -230,6 +233,10 @@ def align_pda(
     if built is None:
         raise StateLimitExceeded("token-alignment states of the pushdown automaton", limit=max(max_states, MAX_LOCAL_STATES))
     d_local, d_any, seed_local, seed_any = built
+    flat_built = built if k == 0 else _local_automata(pda, 0, deadline, limit=max(max_states, MAX_LOCAL_STATES))
+    if flat_built is None:
+        raise StateLimitExceeded("token-alignment states of the pushdown automaton", limit=max(max_states, MAX_LOCAL_STATES))
+    d_flat, seed_flat = flat_built[0], flat_built[2]
     no_eos = TokenTable(table.flat, table.offsets, table.walkable, (), table.vocab_size)
     no_eos.__dict__["_slices"] = table.slices()
     masks: list[NDArray[np.bool_]] = []
@@ -246,19 +253,25 @@ def align_pda(
     if progress is not None:
         progress(1, 2)
     any_ids = align(d_any, no_eos, add_mask=collect, deadline=deadline, only=np.unique(seed_any))
+    has_flat = seed_flat >= 0
+    flat_ids = align(d_flat, no_eos, add_mask=collect, deadline=deadline,
+                     only=np.unique(seed_flat[has_flat])) if has_flat.any() else None
     if progress is not None:
         progress(2, 2)
     empty = np.zeros(table.vocab_size, dtype=np.bool_)
     accepted = np.empty(pda.num_states, dtype=np.int32)
+    flat = np.empty(pda.num_states, dtype=np.int32)
     uncertain = np.empty(pda.num_states, dtype=np.int32)
-    memo: dict[tuple[int, int], tuple[int, int]] = {}
+    memo: dict[tuple[int, int, int], tuple[int, int, int]] = {}
     for q in range(pda.num_states):
         lm = int(local_ids[seed_local[q]]) if local_ids is not None and seed_local[q] >= 0 else -1
+        fm = int(flat_ids[seed_flat[q]]) if flat_ids is not None and seed_flat[q] >= 0 else -1
         am = int(any_ids[seed_any[q]])
-        got = memo.get((lm, am))
+        got = memo.get((lm, fm, am))
         if got is None:
             loc = masks[lm] if lm >= 0 else empty
-            got = (add_mask(loc), add_mask(masks[am] & ~loc))
-            memo[(lm, am)] = got
-        accepted[q], uncertain[q] = got
-    return PdaMasks(accepted, uncertain, k)
+            fl = (masks[fm] if fm >= 0 else empty) & loc
+            got = (add_mask(loc), add_mask(fl), add_mask(masks[am] & ~loc))
+            memo[(lm, fm, am)] = got
+        accepted[q], flat[q], uncertain[q] = got
+    return PdaMasks(accepted, flat, uncertain, k)

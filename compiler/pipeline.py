@@ -52,6 +52,7 @@ class CompiledGrammar:
     timings: dict[str, float] = field(default_factory=dict)
     pda: Pda | None = None  # recursive grammars: rules and call edges (``dfa`` is ``pda.dfa``)
     uncertain_mask: NDArray[np.int32] | None = None  # per state: tokens the live stack decides
+    flat_mask: NDArray[np.int32] | None = None  # per state: accepted tokens that make no call
     inline_depth: int = 0
 
     @property
@@ -210,6 +211,7 @@ def compile_grammar(
         timings=t,
         pda=pda,
         uncertain_mask=masks.uncertain,
+        flat_mask=masks.flat,
         inline_depth=masks.inline_depth,
     )
 

@@ -89,6 +89,26 @@ def test_check_sample_schema_on_cpu(name: str, smollm2_path: Path, shared_cache:
     assert c["mask_ms_per_step"] > 0 and c["tokens_per_second"] > 0
 
 
+def test_check_recursive_sample_schema_ends_every_output(smollm2_path: Path, shared_cache: Path) -> None:
+    """A recursive $ref (a pushdown artifact) near a small nesting bound: EOS every time."""
+    path = SAMPLES / "comment_thread.json"
+    schema = json.loads(path.read_text())
+    code, doc = _check(path, smollm2_path, "--samples", "2", "--device", "cpu", "--max-depth", "3",
+                       "--max-tokens", "400", "--baseline-max-tokens", "40")
+    assert code == 0, doc
+    assert doc["eos_reachability"]["proved"]
+    c = doc["modes"]["constrained"]
+    assert c["outputs"] == 2 and c["finish"] == {"eos": 2}
+    for s in c["samples"]:
+        value = json.loads(s["text"])
+        jsonschema.validate(value, schema)  # independent of maskc's judge
+
+        def depth(v: dict) -> int:
+            return 1 + max((depth(r) for r in v.get("replies", [])), default=0)
+
+        assert depth(value) <= 3
+
+
 def test_adversarial_check_is_bounded_by_the_worst_case(smollm2_path: Path, shared_cache: Path,
                                                          tmp_path: Path) -> None:
     path = tmp_path / "small.json"
