@@ -1,6 +1,6 @@
 """MaskBench benchmark: maskc against XGrammar and llguidance on the same schemas and tokenizer.
 
-usage: python benchmarks/maskbench_bench.py [--per-split K] [--limit N] [--seed S]
+usage: python benchmarks/maskbench_bench.py [--per-split K | --files LIST] [--limit N] [--seed S]
                                             [--peers xgrammar,llguidance] [--out results.json]
                                             [--no-memory] [--no-correctness]
 
@@ -484,6 +484,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="at most this many schemas in all")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--only", default="*", help="file-name glob applied before drawing (e.g. 'Kubernetes---*')")
+    ap.add_argument("--files", type=Path, default=None,
+                    help="a text file of MaskBench file names (one per line): run exactly these, in order")
     ap.add_argument("--peers", default=",".join(PEERS), help="comma-separated: xgrammar,llguidance ('' for none)")
     ap.add_argument("--out", type=Path, default=Path("maskbench_results.json"))
     ap.add_argument("--peer-timeout", type=float, default=120.0, help="seconds per schema before a peer is killed")
@@ -496,7 +498,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"MaskBench data not found at {args.data}; pass --data", file=sys.stderr)
         return 2
     pool = [f for f in schema_files(args.data) if fnmatch.fnmatch(f.name, args.only)]
-    files = stratified(pool, args.per_split, args.seed)
+    if args.files is not None:
+        wanted = [n.strip() for n in args.files.read_text().splitlines() if n.strip()]
+        by_name = {f.name: f for f in pool}
+        files = [by_name[n] for n in wanted if n in by_name]
+    else:
+        files = stratified(pool, args.per_split, args.seed)
     if args.limit is not None:
         files = files[: args.limit]
     peers_wanted = [p.strip() for p in args.peers.split(",") if p.strip()]
