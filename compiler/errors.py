@@ -13,6 +13,7 @@ __all__ = [
     "SchemaError",
     "UnsupportedKeyword",
     "RegexSyntaxError",
+    "UnsupportedRegex",
     "GrammarSyntaxError",
     "GrammarError",
     "EmptyLanguage",
@@ -83,6 +84,7 @@ class RegexSyntaxError(InputError):
         if offset is not None:
             caret = f"\n    {pattern}\n    {' ' * offset}^"
         super().__init__(f"bad regex {pattern!r}{where}{loc}: {message}{caret}")
+        self.reason = message
         self.pattern = pattern
         self.offset = offset
         self.pointer = pointer
@@ -107,6 +109,20 @@ class GrammarSyntaxError(InputError):
         self.line = line
         self.column = column
         self.line_text = line_text
+
+
+class UnsupportedRegex(InputError):
+    """A well-formed regular expression using a construct the grammar cannot express
+    (lookaround, inline flags, anchors inside a branch): unsupported, not invalid."""
+
+    def __init__(self, message: str, *, pattern: str, offset: int | None = None, pointer: str = "") -> None:
+        loc = f" (at {pointer})" if pointer else ""
+        super().__init__(f"regex {pattern!r}{loc}: {message}",
+                         hint="rewrite the pattern without it, or validate it after decoding")
+        self.reason = message
+        self.pattern = pattern
+        self.offset = offset
+        self.pointer = pointer
 
 
 class GrammarError(InputError):

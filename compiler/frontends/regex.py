@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 import interegular
 from interegular import patterns as P
 
-from maskc.compiler.errors import RegexSyntaxError
+from maskc.compiler.errors import RegexSyntaxError, UnsupportedRegex
 from maskc.compiler.ir import EMPTY, NOTHING, Node, alt, rep, seq, star
 from maskc.compiler.utf8 import MAX_CODE_POINT, complement, normalize_ranges, utf8_node
 
@@ -187,7 +187,7 @@ class _Converter:
     def convert(self, p: object) -> Node:
         if isinstance(p, P.Pattern):
             if p.added_flags or p.removed_flags:
-                raise RegexSyntaxError("inline flags are not supported", pattern=self.source)
+                raise UnsupportedRegex("inline flags are not supported", pattern=self.source)
             return alt(*(self.convert(o) for o in p.options))
         if isinstance(p, P._Concatenation):
             return seq(*(self.convert(q) for q in p.parts))
@@ -201,8 +201,8 @@ class _Converter:
         if p is P._EMPTY:
             return EMPTY
         if isinstance(p, P._NonCapturing):
-            raise RegexSyntaxError("lookaround assertions are not supported", pattern=self.source)
-        raise RegexSyntaxError(f"unsupported regex construct {type(p).__name__}", pattern=self.source)
+            raise UnsupportedRegex("lookaround assertions are not supported", pattern=self.source)
+        raise UnsupportedRegex(f"unsupported regex construct {type(p).__name__}", pattern=self.source)
 
 
 def regex_to_ir(pattern: str, encode: CharEncoder | None = None, *, search: bool = False) -> Node:
@@ -216,7 +216,8 @@ def regex_to_ir(pattern: str, encode: CharEncoder | None = None, *, search: bool
             ``^`` / ``$`` at the ends are accepted and ignored.
 
     Raises:
-        RegexSyntaxError: the pattern is malformed or uses an unsupported construct.
+        RegexSyntaxError: the pattern is malformed (``offset`` says where).
+        UnsupportedRegex: a well-formed pattern uses a construct the grammar cannot express.
     """
     enc = encode or utf8_node
     conv = _Converter(enc, pattern)
@@ -224,13 +225,13 @@ def regex_to_ir(pattern: str, encode: CharEncoder | None = None, *, search: bool
     parts: list[Node] = []
     for a_start, body, a_end in split_anchors(pattern):
         if _has_stray_anchor(body):
-            raise RegexSyntaxError(
+            raise UnsupportedRegex(
                 "anchors (^, $) inside a branch are not supported (only at its start and end)", pattern=pattern
             )
         try:
             parsed = interegular.parse_pattern(_preprocess(body))
         except P.Unsupported as e:
-            raise RegexSyntaxError(f"unsupported construct: {e}", pattern=pattern) from e
+            raise UnsupportedRegex(f"unsupported construct: {e}", pattern=pattern) from e
         except Exception as e:  # interegular raises several bare types on bad syntax
             offset = getattr(e, "index", None)
             raise RegexSyntaxError(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from maskc.compiler.errors import RegexSyntaxError, SchemaError
+from maskc.compiler.errors import RegexSyntaxError, SchemaError, UnsupportedRegex
 from maskc.compiler.frontends.json_schema.base import Base, JsonValue, dumps_layout
 from maskc.compiler.frontends.json_schema.base import ptr as _ptr
 from maskc.compiler.frontends.json_text import CANONICAL_ANY_CHAR, Layout, canonical_chars
@@ -41,11 +41,11 @@ class ObjectsMixin(Base):
             pptr = _ptr(pointer, "patternProperties", pat)
             try:
                 content = regex_to_ir(pat, canonical_chars, search=True)
+            except UnsupportedRegex as e:
+                self.unsupported("patternProperties", pptr, e.reason)
+                continue
             except RegexSyntaxError as e:
-                if "unsupported" in e.message or "not supported" in e.message:
-                    self.unsupported("patternProperties", pptr, e.message)
-                    continue
-                raise RegexSyntaxError(e.message, pattern=pat, offset=e.offset, pointer=pptr) from e
+                raise RegexSyntaxError(e.reason, pattern=pat, offset=e.offset, pointer=pptr) from e
             patterns.append((pat, content, psub))
         items: list[tuple[Node, bool]] = []
         names = list(props)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from maskc.compiler.errors import EmptyLanguage, RegexSyntaxError, SchemaError, UnsupportedKeyword
+from maskc.compiler.errors import EmptyLanguage, RegexSyntaxError, SchemaError, UnsupportedKeyword, UnsupportedRegex
 from maskc.compiler.frontends import formats, numeric
 from maskc.compiler.frontends.json_schema.base import ANNOTATIONS, Base, JsonValue, dumps_layout, is_type
 from maskc.compiler.frontends.json_schema.base import ptr as _ptr
@@ -101,11 +101,10 @@ class ScalarsMixin(Base):
                 raise SchemaError("pattern must be a string", pointer=_ptr(pointer, "pattern"))
             try:
                 constraints.append(regex_to_ir(pat, canonical_chars, search=True))
+            except UnsupportedRegex as e:
+                self.unsupported("pattern", _ptr(pointer, "pattern"), e.reason)
             except RegexSyntaxError as e:
-                if "unsupported" in e.message or "not supported" in e.message:
-                    self.unsupported("pattern", _ptr(pointer, "pattern"), e.message)
-                else:
-                    raise RegexSyntaxError(e.message, pattern=pat, offset=e.offset, pointer=_ptr(pointer, "pattern")) from e
+                raise RegexSyntaxError(e.reason, pattern=pat, offset=e.offset, pointer=_ptr(pointer, "pattern")) from e
         if not constraints:
             return seq(lit('"'), rep(JSON_CHAR, lo, hi), lit('"'))
         body = constraints[0]
