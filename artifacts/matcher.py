@@ -16,22 +16,50 @@ from maskc.compiler.maskstore import bitmask_words
 
 if TYPE_CHECKING:
     from maskc.artifacts.artifact import Artifact
+    from maskc.compiler.vocab import Vocabulary
 
-__all__ = ["Matcher"]
+__all__ = ["Matcher", "attached_vocab", "check_bitmask", "whole_chars"]
 
 _TERMINATED = -2
+
+
+def attached_vocab(artifact: Artifact) -> Vocabulary:
+    """The tokenizer a matcher needs, or a ValueError saying how to attach it."""
+    vocab: Vocabulary | None = getattr(artifact, "tokenizer", None)
+    if vocab is None:
+        raise ValueError(
+            "the matcher needs the tokenizer's token bytes: load the artifact with "
+            "load_artifact(path, tokenizer=maskc.load_tokenizer(spec))"
+        )
+    return vocab
+
+
+def check_bitmask(bitmask: Any, vocab_size: int, index: int) -> int:
+    """Validate an int32 ``[batch, ceil(V/32)]`` bitmask and a row index; the words per row."""
+    words = bitmask_words(vocab_size)
+    shape = tuple(bitmask.shape)
+    if len(shape) != 2 or shape[1] != words:
+        raise ValueError(f"bitmask must have shape [batch, {words}], got {list(shape)}")
+    if not 0 <= index < shape[0]:
+        raise ValueError(f"index {index} out of range for batch {shape[0]}")
+    return words
+
+
+def whole_chars(data: bytes) -> str:
+    """``data`` cut to whole UTF-8 characters (a forced continuation may end mid-character)."""
+    for cut in range(len(data), max(-1, len(data) - 4), -1):
+        try:
+            return data[:cut].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    return ""
 
 
 class Matcher:
     """Tracks one output against an artifact; names mirror XGrammar's ``GrammarMatcher``."""
 
     def __init__(self, artifact: Artifact) -> None:
-        vocab = getattr(artifact, "tokenizer", None)
-        if vocab is None:
-            raise ValueError(
-                "the matcher needs the tokenizer's token bytes: load the artifact with "
-                "load_artifact(path, tokenizer=maskc.load_tokenizer(spec))"
-            )
+        vocab = attached_vocab(artifact)
         self.artifact = artifact
         self._tokens = vocab.token_bytes
         self._eos = frozenset(artifact.eos_token_ids)
@@ -122,12 +150,7 @@ class Matcher:
         ``bitmask`` is a numpy array or a torch tensor (CPU or CUDA). Once terminated, no
         token is allowed.
         """
-        words = bitmask_words(self.artifact.vocab_size)
-        shape = tuple(bitmask.shape)
-        if len(shape) != 2 or shape[1] != words:
-            raise ValueError(f"bitmask must have shape [batch, {words}], got {list(shape)}")
-        if not 0 <= index < shape[0]:
-            raise ValueError(f"index {index} out of range for batch {shape[0]}")
+        words = check_bitmask(bitmask, self.artifact.vocab_size, index)
         s = self._stack[-1]
         row = np.zeros(words, dtype=np.int32) if s == _TERMINATED else self.artifact.mask_row(s)
         if isinstance(bitmask, np.ndarray):
@@ -148,10 +171,4 @@ class Matcher:
 
     def find_jump_forward_string(self) -> str:
         """The forced continuation, cut to whole UTF-8 characters."""
-        data = self.find_jump_forward_bytes()
-        for cut in range(len(data), max(-1, len(data) - 4), -1):
-            try:
-                return data[:cut].decode("utf-8")
-            except UnicodeDecodeError:
-                continue
-        return ""
+        return whole_chars(self.find_jump_forward_bytes())

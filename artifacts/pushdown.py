@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from maskc.artifacts.matcher import attached_vocab, check_bitmask, whole_chars
 from maskc.compiler.maskstore import bitmask_words, unpack_bool
 
 if TYPE_CHECKING:
@@ -361,12 +362,7 @@ class PushdownMatcher:
     """Tracks one output against a recursive artifact; the API of :class:`Matcher`."""
 
     def __init__(self, artifact: Artifact) -> None:
-        vocab = getattr(artifact, "tokenizer", None)
-        if vocab is None:
-            raise ValueError(
-                "the matcher needs the tokenizer's token bytes: load the artifact with "
-                "load_artifact(path, tokenizer=maskc.load_tokenizer(spec))"
-            )
+        vocab = attached_vocab(artifact)
         self.artifact = artifact
         self._rt: PushdownRuntime = artifact.runtime()
         self._eos = frozenset(artifact.eos_token_ids)
@@ -456,12 +452,7 @@ class PushdownMatcher:
 
     def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> None:
         """Write the allowed set into row ``index`` of an int32 ``[batch, ceil(V/32)]`` bitmask."""
-        words = bitmask_words(self.artifact.vocab_size)
-        shape = tuple(bitmask.shape)
-        if len(shape) != 2 or shape[1] != words:
-            raise ValueError(f"bitmask must have shape [batch, {words}], got {list(shape)}")
-        if not 0 <= index < shape[0]:
-            raise ValueError(f"index {index} out of range for batch {shape[0]}")
+        words = check_bitmask(bitmask, self.artifact.vocab_size, index)
         c = self._history[-1]
         row = self._rt.mask(c)[0] if c else np.zeros(words, dtype=np.int32)
         if isinstance(bitmask, np.ndarray):
@@ -486,10 +477,4 @@ class PushdownMatcher:
         return got
 
     def find_jump_forward_string(self) -> str:
-        data = self.find_jump_forward_bytes()
-        for cut in range(len(data), max(-1, len(data) - 4), -1):
-            try:
-                return data[:cut].decode("utf-8")
-            except UnicodeDecodeError:
-                continue
-        return ""
+        return whole_chars(self.find_jump_forward_bytes())

@@ -140,8 +140,9 @@ def _cyclic(graph: dict[str, set[str]]) -> set[str]:
     return out
 
 
-def _tail_split(node: Node, name: str) -> tuple[list[Node], list[Node]] | None:
-    """``node`` as ``(B_1 | ... ) name | (A_1 | ...)`` when ``name`` occurs only in tail position."""
+def _split(node: Node, name: str, at_end: bool) -> tuple[list[Node], list[Node]] | None:
+    """``node`` as ``L name | A`` (``at_end``) or ``name L | A``, with ``L`` and ``A`` lists of
+    alternatives free of ``name``, when ``name`` occurs only at that end; else None."""
     if isinstance(node, RuleRef) and node.name == name:
         return [EMPTY], []
     if name not in references(node):
@@ -150,56 +151,31 @@ def _tail_split(node: Node, name: str) -> tuple[list[Node], list[Node]] | None:
         loops: list[Node] = []
         exits: list[Node] = []
         for item in node.items:
-            got = _tail_split(item, name)
+            got = _split(item, name, at_end)
             if got is None:
                 return None
             loops += got[0]
             exits += got[1]
         return loops, exits
     if isinstance(node, Seq):
-        head = node.items[:-1]
-        if any(name in references(x) for x in head):
+        edge, others = (node.items[-1], node.items[:-1]) if at_end else (node.items[0], node.items[1:])
+        if any(name in references(x) for x in others):
             return None
-        got = _tail_split(node.items[-1], name)
+        got = _split(edge, name, at_end)
         if got is None:
             return None
-        return [seq(*head, b) for b in got[0]], [seq(*head, a) for a in got[1]]
+        if at_end:
+            return [seq(*others, x) for x in got[0]], [seq(*others, x) for x in got[1]]
+        return [seq(x, *others) for x in got[0]], [seq(x, *others) for x in got[1]]
     if isinstance(node, Repeat) and node.min == 0 and node.max == 1:
-        got = _tail_split(node.item, name)
+        got = _split(node.item, name, at_end)
         return None if got is None else (got[0], [EMPTY, *got[1]])
-    return None
-
-
-def _head_split(node: Node, name: str) -> tuple[list[Node], list[Node]] | None:
-    """``node`` as ``name (B_1 | ...) | (A_1 | ...)`` when ``name`` occurs only in head position."""
-    if isinstance(node, RuleRef) and node.name == name:
-        return [EMPTY], []
-    if name not in references(node):
-        return [], [node]
-    if isinstance(node, Alt):
-        loops: list[Node] = []
-        exits: list[Node] = []
-        for item in node.items:
-            got = _head_split(item, name)
-            if got is None:
-                return None
-            loops += got[0]
-            exits += got[1]
-        return loops, exits
-    if isinstance(node, Seq):
-        rest = node.items[1:]
-        if any(name in references(x) for x in rest):
-            return None
-        got = _head_split(node.items[0], name)
-        if got is None:
-            return None
-        return [seq(b, *rest) for b in got[0]], [seq(a, *rest) for a in got[1]]
     return None
 
 
 def head_loop(name: str, body: Node) -> Node | None:
     """Direct left recursion as a loop: ``R ::= R B | A`` is ``A B*`` (same language)."""
-    got = _head_split(body, name)
+    got = _split(body, name, at_end=False)
     if got is None or not got[0] or not got[1] or any(b == EMPTY for b in got[0]):
         return None
     return seq(alt(*got[1]), star(alt(*got[0])))
@@ -211,7 +187,7 @@ def tail_loop(name: str, body: Node) -> Node | None:
     Returns the loop (with no reference to ``name``), or None when the rule has another
     kind of self-reference (or calls itself before consuming anything).
     """
-    got = _tail_split(body, name)
+    got = _split(body, name, at_end=True)
     if got is None or not got[0] or any(b == EMPTY for b in got[0]):
         return None
     return seq(star(alt(*got[0])), alt(*got[1]))
