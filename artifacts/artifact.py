@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 from numpy.typing import NDArray
 
 from maskc.artifacts import format as fmt
 from maskc.artifacts.io import parse_artifact_bytes, read_artifact_file, save_bytes, write_atomic
+from maskc.artifacts.metadata import parse_metadata
 from maskc.compiler.dfa import Dfa
 from maskc.compiler.errors import ArtifactCorrupt, TokenizerMismatch
 from maskc.compiler.maskstore import MaskStore
@@ -34,16 +34,20 @@ class Artifact:
 
     def __init__(self, tensors: dict[str, NDArray[Any]], metadata: dict[str, str], *, where: str = "artifact") -> None:
         fmt.check_metadata(metadata, where)
-        try:
-            vocab_size = int(metadata["vocab_size"])
-            self.eos_token_ids: tuple[int, ...] = tuple(int(x) for x in orjson.loads(metadata["eos_token_ids"]))
-            self.not_enforced: list[dict[str, str]] = list(orjson.loads(metadata["not_enforced"]))
-            self.options: dict[str, Any] = dict(orjson.loads(metadata["options"]))
-        except (ValueError, TypeError, orjson.JSONDecodeError) as e:
-            raise ArtifactCorrupt(f"{where} has malformed metadata values") from e
-        if fmt.content_hash(tensors) != metadata["content_sha256"]:
-            raise ArtifactCorrupt(f"{where} failed its content check: the tables were modified or damaged")
+        if fmt.content_hash(tensors, metadata) != metadata["content_sha256"]:
+            raise ArtifactCorrupt(f"{where} failed its content check: the tables or metadata were modified or damaged")
+        info = parse_metadata(metadata, where)
+        vocab_size = info.vocab_size
+        self.eos_token_ids: tuple[int, ...] = info.eos_token_ids
+        self.not_enforced: list[dict[str, str]] = info.not_enforced
+        self.options: dict[str, Any] = info.options
         trans = fmt.check_tables(tensors, vocab_size, where)
+        if (info.num_states is not None and info.num_states != trans.shape[0]) or (
+            info.num_masks is not None and info.num_masks != tensors["mask.kind"].shape[0]
+        ):
+            raise ArtifactCorrupt(f"{where}: num_states or num_masks differs from the tables")
+        if ("pda.call_offsets" in tensors) != (info.rule_names is not None):
+            raise ArtifactCorrupt(f"{where}: pushdown tables and pushdown metadata must come together")
         self.tensors = tensors
         self.metadata = dict(metadata)
         self.vocab_size = vocab_size
@@ -63,11 +67,12 @@ class Artifact:
         self.uncertain_mask: NDArray[np.int32] | None = None
         self.flat_mask: NDArray[np.int32] | None = None
         self.inline_depth = 0
-        self.max_depth = int(self.options.get("max_depth", 0) or 0)
-        if "pda.call_offsets" in tensors:
+        self.max_depth = int(self.options["max_depth"])
+        if info.rule_names is not None:
+            if len(info.rule_names) != tensors["pda.rule_start"].shape[0]:
+                raise ArtifactCorrupt(f"{where}: rule_names does not name every rule of the pushdown tables")
             try:
-                names = tuple(str(x) for x in orjson.loads(metadata["rule_names"]))
-                self.inline_depth = int(metadata["inline_depth"])
+                self.inline_depth = int(info.inline_depth or 0)
                 self.pda = Pda(
                     self.dfa,
                     np.array(tensors["pda.call_offsets"], dtype=np.int64),
@@ -75,12 +80,10 @@ class Artifact:
                     np.array(tensors["pda.call_return"], dtype=np.int32),
                     np.array(tensors["pda.rule_start"], dtype=np.int32),
                     np.array(tensors["pda.need"], dtype=np.int32),
-                    names,
+                    info.rule_names,
                 )
-            except (KeyError, ValueError, TypeError, orjson.JSONDecodeError) as e:
+            except (ValueError, TypeError) as e:
                 raise ArtifactCorrupt(f"{where} has malformed pushdown tables") from e
-            if self.max_depth < 1:
-                raise ArtifactCorrupt(f"{where} lacks its nesting bound (options.max_depth)")
             self.uncertain_mask = np.asarray(tensors["mask.uncertain"], dtype=np.int32)
             self.flat_mask = np.asarray(tensors["mask.flat"], dtype=np.int32)
         self._runtime: Any = None
@@ -136,9 +139,9 @@ class Artifact:
             "not_enforced": fmt.canonical_json(g.not_enforced),
             "num_states": str(g.dfa.num_states),
             "num_masks": str(g.masks.num_masks),
-            "content_sha256": fmt.content_hash(tensors),
             **extra,
         }
+        meta["content_sha256"] = fmt.content_hash(tensors, meta)
         art = cls(tensors, meta)
         art.tokenizer = vocab
         return art
@@ -157,6 +160,15 @@ class Artifact:
         """Write the artifact atomically (temporary file, then rename)."""
         return write_atomic(path, self.to_bytes())
 
+    def __repr__(self) -> str:
+        meta = self.metadata
+        kind = "pushdown" if self.pda is not None else "dfa"
+        depth = f" max_depth={self.max_depth}" if self.pda is not None else ""
+        attached = "" if self.tokenizer is not None else " (no tokenizer attached)"
+        return (f"<Artifact {meta.get('grammar_kind', '?')} sha256={meta.get('grammar_sha256', '?')[:12]} "
+                f"tokenizer={meta.get('tokenizer_name', '?')[:40]!r} vocab_size={self.vocab_size} {kind} "
+                f"states={self.num_states} masks={self.num_masks}{depth}{attached}>")
+
     # -- facts ------------------------------------------------------------------------------
 
     @property
@@ -166,6 +178,13 @@ class Artifact:
     @property
     def tokenizer_sha256(self) -> str:
         return self.metadata["tokenizer_sha256"]
+
+    @property
+    def content_key(self) -> str:
+        """The content address: sha256 of grammar, tokenizer, options, format and compiler
+        versions (the cache key; its first characters name the artifact file)."""
+        m = self.metadata
+        return fmt.content_address(m["grammar_sha256"], m["tokenizer_sha256"], m["options"], m["compiler_version"])
 
     @property
     def num_states(self) -> int:

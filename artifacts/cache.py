@@ -2,18 +2,21 @@
 
 The key is sha256(grammar identity, tokenizer fingerprint, canonical options, format and
 compiler versions): the same inputs always map to the same file, and anything that could
-change an artifact's bytes changes the key. A corrupt entry is rebuilt, never trusted.
+change an artifact's bytes changes the key. An entry is trusted only after it loads (its
+content hash covers its metadata) and its metadata names exactly what was asked for;
+a corrupt or foreign entry is rebuilt, never served.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from pathlib import Path
 
-from maskc.artifacts.format import FORMAT_VERSION
+from maskc.artifacts.artifact import Artifact
+from maskc.artifacts.format import COMPILER_VERSION, FORMAT_VERSION, content_address
 from maskc.compiler.errors import ArtifactError
+from maskc.compiler.vocab import Vocabulary
 
 __all__ = ["cache_root", "cache_key", "ArtifactCache"]
 
@@ -30,12 +33,7 @@ def cache_root() -> Path:
     return Path(user_cache_dir("maskc", appauthor=False))
 
 
-def cache_key(grammar_sha256: str, tokenizer_sha256: str, options_json: str, compiler_version: str) -> str:
-    h = hashlib.sha256()
-    for part in (grammar_sha256, tokenizer_sha256, options_json, FORMAT_VERSION, compiler_version):
-        h.update(part.encode())
-        h.update(b"\0")
-    return h.hexdigest()
+cache_key = content_address
 
 
 class ArtifactCache:
@@ -56,6 +54,37 @@ class ArtifactCache:
         except OSError as e:
             log.warning("cache entry %s unreadable (%s); rebuilding", p, e)
             return None
+
+    def load(self, key: str, *, kind: str, grammar_sha256: str, tokenizer: Vocabulary,
+             options_json: str) -> Artifact | None:
+        """The entry at ``key`` if it is the artifact asked for, else None (a miss).
+
+        The entry must load (tables and metadata hashed, every field valid) and its metadata
+        must name this grammar, tokenizer, options and format and compiler versions: a file
+        copied or renamed over another key is a miss, logged and discarded, not a hit.
+        """
+        raw = self.get(key)
+        if raw is None:
+            return None
+        path = self.path(key)
+        try:
+            art = Artifact.from_bytes(raw, where=str(path))
+            art.verify_tokenizer(tokenizer)
+        except ArtifactError as e:
+            log.warning("cache entry %s is unusable (%s); rebuilding", path, e.message)
+            self.discard(key)
+            return None
+        expected = {"grammar_kind": kind, "grammar_sha256": grammar_sha256, "options": options_json,
+                    "format_version": FORMAT_VERSION, "compiler_version": COMPILER_VERSION}
+        wrong = [k for k, v in expected.items() if art.metadata[k] != v]
+        if wrong:
+            log.warning("cache entry %s is another artifact (%s differ); rebuilding", path, ", ".join(wrong))
+            self.discard(key)
+            return None
+        art.tokenizer = tokenizer
+        art.cache_hit = True
+        art.cache_path = path
+        return art
 
     def discard(self, key: str) -> None:
         try:

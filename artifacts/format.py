@@ -3,8 +3,11 @@
 An artifact is a safetensors file. Header metadata is ``dict[str, str]`` (JSON values
 canonical, keys sorted); tensors are the DFA tables and the mask store, plus, for a
 recursive grammar, the pushdown tables (call edges, rule starts, depth needs, uncertain
-masks). ``content_sha256`` covers every tensor's bytes, so a tampered or truncated file is
-refused on load.
+masks). ``content_sha256`` covers every metadata value (all but itself) and every
+tensor's bytes, so a tampered or truncated file is refused on load: a flipped bit in an EOS
+id or in the options is caught like one in a mask.
+
+Format versions: 3 hashes the metadata too; 2 hashed the tensors only (refused, recompile).
 """
 
 from __future__ import annotations
@@ -25,13 +28,15 @@ __all__ = [
     "TENSORS",
     "PDA_TENSORS",
     "REQUIRED_METADATA",
+    "TABLE_METADATA",
     "content_hash",
+    "content_address",
     "canonical_json",
     "check_tables",
 ]
 
 FORMAT = "maskc-artifact"
-FORMAT_VERSION = "2"
+FORMAT_VERSION = "3"
 COMPILER_VERSION = "0.2.0"
 
 # name -> (dtype, ndim)
@@ -61,6 +66,7 @@ PDA_TENSORS: dict[str, tuple[np.dtype[np.generic], int]] = {
     "mask.flat": (np.dtype(np.int32), 1),  # [states] mask id of the accepted tokens that make no call
 }
 PDA_METADATA = ("rule_names", "inline_depth", "max_depth")
+TABLE_METADATA = ("num_states", "num_masks")
 
 REQUIRED_METADATA = (
     "format",
@@ -83,9 +89,16 @@ def canonical_json(value: object) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
-def content_hash(tensors: Mapping[str, NDArray[np.generic]]) -> str:
-    """sha256 over (name, dtype, shape, bytes) of every tensor, in name order."""
-    h = hashlib.sha256()
+def content_hash(tensors: Mapping[str, NDArray[np.generic]], metadata: Mapping[str, str]) -> str:
+    """sha256 over every metadata (key, value) but ``content_sha256`` itself, then over
+    (name, dtype, shape, bytes) of every tensor; both in name order, lengths prefixed."""
+    h = hashlib.sha256(b"maskc-artifact-content\0")
+    keys = sorted(k for k in metadata if k != "content_sha256")
+    h.update(len(keys).to_bytes(8, "little"))
+    for key in keys:
+        for part in (key.encode(), metadata[key].encode("utf-8", "surrogatepass")):
+            h.update(len(part).to_bytes(8, "little"))
+            h.update(part)
     for name in sorted(tensors):
         arr = np.ascontiguousarray(tensors[name])
         h.update(f"{name}|{arr.dtype.str}|{arr.shape}|".encode())
@@ -93,14 +106,28 @@ def content_hash(tensors: Mapping[str, NDArray[np.generic]]) -> str:
     return h.hexdigest()
 
 
+def content_address(grammar_sha256: str, tokenizer_sha256: str, options_json: str, compiler_version: str) -> str:
+    """The hex sha256 naming an artifact by what it is built from: grammar, tokenizer,
+    canonical options, format and compiler versions (the cache key; its prefix names files)."""
+    h = hashlib.sha256()
+    for part in (grammar_sha256, tokenizer_sha256, options_json, FORMAT_VERSION, compiler_version):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
 def check_metadata(meta: Mapping[str, str], where: str) -> None:
+    """The header is a maskc artifact of this format version with every required key."""
     missing = [k for k in REQUIRED_METADATA if k not in meta]
     if meta.get("format") != FORMAT:
         raise ArtifactCorrupt(f"{where} is not a maskc artifact (format={meta.get('format')!r})")
-    if meta.get("format_version") != FORMAT_VERSION:
+    version = meta.get("format_version")
+    if version != FORMAT_VERSION:
+        older = version is not None and version.isdecimal() and int(version) < int(FORMAT_VERSION)
+        age = "an older" if older else "another"
         raise ArtifactVersionMismatch(
-            f"{where} has format version {meta.get('format_version')!r} "
-            f"(written by maskc {meta.get('compiler_version', '?')}); this maskc reads {FORMAT_VERSION!r}",
+            f"{where} is in {age} artifact format (version {version!r}, written by maskc "
+            f"{meta.get('compiler_version', '?')}); this maskc {COMPILER_VERSION} reads version {FORMAT_VERSION!r}",
             hint=f"recompile with maskc {COMPILER_VERSION}: maskc compile SCHEMA --tokenizer SPEC",
         )
     if missing:

@@ -1,14 +1,18 @@
 """Reading and writing artifact files: atomic writes, safe reads, clear errors.
 
 Writes go to a temporary file in the target directory and are renamed into place, so a
-crash or a full disk never leaves half an artifact under the final name.
+crash or a full disk never leaves half an artifact under the final name; files get the
+mode the umask gives any new file; a killed writer's temporary is swept by the next one.
 """
 
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
-import tempfile
+import re
+import secrets
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -18,7 +22,7 @@ from safetensors.numpy import load as st_load
 
 from maskc.compiler.errors import ArtifactCorrupt, ArtifactError
 
-__all__ = ["write_atomic", "save_bytes", "read_artifact_file"]
+__all__ = ["write_atomic", "save_bytes", "read_artifact_file", "sweep_stale_temporaries"]
 
 
 _DTYPES = {
@@ -54,23 +58,138 @@ def save_bytes(tensors: Mapping[str, NDArray[np.generic]], metadata: Mapping[str
     return struct.pack("<Q", len(text)) + text + body
 
 
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+_TEMP = re.compile(r"\..+\.([0-9a-f]{8})-([0-9]+)\.[0-9a-f]{16}\.tmp")
+_swept: set[Path] = set()
+_no_tmpfile: set[Path] = set()
+_UNSUPPORTED = frozenset({errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT, errno.EXDEV, errno.EPERM,
+                          errno.ENOSYS})
+
+
+def _temp_name(target: Path) -> Path:
+    """``.NAME.HOST-PID.RANDOM.tmp`` next to ``target``: whose it is, so a dead writer's is swept."""
+    return target.with_name(f".{target.name}.{_HOST}-{os.getpid()}.{secrets.token_hex(8)}.tmp")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
+
+
+def sweep_stale_temporaries(folder: Path) -> int:
+    """Remove the temporaries that writers on this host left when killed; returns how many.
+
+    Only on POSIX (where signal 0 probes a pid) and only names this module makes whose
+    writer, on this host, is gone.
+    """
+    if os.name != "posix":
+        return 0
+    n = 0
+    try:
+        names = [e.name for e in os.scandir(folder) if e.name.endswith(".tmp")]
+    except OSError:
+        return 0
+    for name in names:
+        m = _TEMP.fullmatch(name)
+        if m is None or m.group(1) != _HOST or int(m.group(2)) == os.getpid() or _alive(int(m.group(2))):
+            continue
+        try:
+            os.unlink(folder / name)
+            n += 1
+        except OSError:
+            pass
+    return n
+
+
+def _write_fd(fd: int, data: bytes) -> None:
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _write_anonymous(target: Path, data: bytes, tmp: Path) -> bool:
+    """Linux: write into an unnamed file (``O_TMPFILE``), then give it the temporary name.
+
+    A writer killed while writing leaves nothing behind; the name exists only between the
+    link and the rename. False when the file system or kernel cannot (the caller falls back).
+    """
+    flag = getattr(os, "O_TMPFILE", 0)
+    if not flag or target.parent in _no_tmpfile or not Path("/proc/self/fd").is_dir():
+        return False
+    try:
+        fd = os.open(target.parent, flag | os.O_WRONLY, 0o666)
+    except OSError as e:
+        if e.errno in _UNSUPPORTED:
+            _no_tmpfile.add(target.parent)
+            return False
+        raise
+    try:
+        with os.fdopen(fd, "wb", closefd=False) as f:
+            f.write(data)
+            f.flush()
+            os.fsync(fd)
+        os.link(f"/proc/self/fd/{fd}", tmp)
+    except OSError as e:
+        if e.errno not in _UNSUPPORTED:
+            raise
+        _no_tmpfile.add(target.parent)  # e.g. overlayfs refuses the link with EXDEV
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def _write_named(data: bytes, tmp: Path) -> None:
+    # mode 0o666: the kernel applies the umask, as for any file a program creates
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    _write_fd(fd, data)
+
+
+def _sync_dir(folder: Path) -> None:
+    if os.name != "posix":
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to ``path`` via a temporary file and ``os.replace``.
+
+    The file gets the mode the umask gives any new file (``0o666 & ~umask``: 0644 under
+    umask 022), so a serving process running as another user can read it. Readers see the
+    old file or the new one, never a part; a killed writer leaves no file under the final
+    name, and its temporary (if any) is swept by the next write into the folder.
 
     Raises:
         ArtifactError: the directory is not writable or the disk is full; nothing is left behind.
     """
     target = Path(path)
+    folder = target.parent
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise ArtifactError(f"cannot write {target}: {e.strerror or e}") from e
+    if folder not in _swept:
+        _swept.add(folder)
+        sweep_stale_temporaries(folder)
+    tmp = _temp_name(target)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        if not _write_anonymous(target, data, tmp):
+            _write_named(data, tmp)
         os.replace(tmp, target)
     except OSError as e:
         try:
@@ -79,6 +198,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
             pass
         hint = "free some disk space and retry" if e.errno == errno.ENOSPC else None
         raise ArtifactError(f"cannot write {target}: {e.strerror or e}", hint=hint) from e
+    _sync_dir(folder)
     return target
 
 

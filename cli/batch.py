@@ -1,14 +1,22 @@
 """The work behind ``maskc compile``: turn PATH arguments into jobs and compile each one.
 
 A :class:`Job` is one input already read and parsed in the parent process; :func:`run_job`
-compiles it and writes its artifact, returning a plain JSON-able result, so jobs run the
-same in-process or in a process pool whose workers load the tokenizer once.
+compiles it and writes its artifact (``<stem>.<content key>.safetensors``), returning a
+plain JSON-able result, so jobs run the same in-process or in a process pool whose workers
+load the tokenizer once and die with the parent. The parent then records every written
+artifact in the output folder's ``manifest.json``.
 """
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -19,10 +27,11 @@ import orjson
 
 import maskc
 from maskc.artifacts.api import make_options
+from maskc.artifacts.manifest import artifact_file_name, manifest_entry, update_manifest
 from maskc.cli.errors import describe, describe_internal
 from maskc.compiler.errors import InputError, MaskcError
 from maskc.compiler.frontends.registry import kind_for_path
-from maskc.compiler.options import DEFAULT_MAX_DEPTH
+from maskc.compiler.options import DEFAULT_MAX_DEPTH, Limits
 from maskc.compiler.vocab import Vocabulary
 
 __all__ = ["Job", "Kind", "Settings", "collect_jobs", "load_vocabulary", "read_json", "run_all", "run_job",
@@ -43,7 +52,10 @@ _SCHEMA_KEYWORDS = frozenset({
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """One input: its label (path or pattern), artifact stem, kind and parsed source."""
+    """One input: its label (path or pattern), artifact stem, kind and parsed source.
+
+    Stems may repeat (``a/x.json``, ``b/x.json``): file names carry the content key, so
+    artifacts of different inputs or options never share a name."""
 
     label: str
     stem: str
@@ -64,6 +76,7 @@ class Settings:
     cache: str | None
     out: str
     max_depth: int = DEFAULT_MAX_DEPTH
+    limits: Limits = Limits()
 
 
 def load_vocabulary(s: Settings) -> Vocabulary:
@@ -83,10 +96,17 @@ def read_json(path: Path) -> tuple[Any, dict[str, Any] | None]:
 
 
 def unwrap_schema(doc: Any) -> Any:
-    # MaskBench files hold {"schema": ..., "tests": [...]}.
-    if isinstance(doc, dict) and "schema" in doc and "tests" in doc:
-        return doc["schema"]
-    return doc
+    """The schema a file's document holds: MaskBench cases and OpenAI/Anthropic tool
+    definitions are unwrapped by the library's rules; a wrapper around something else than
+    a schema is kept whole, so its compile reports the error with its pointer."""
+    from maskc.compiler.frontends.json_schema.inputs import unwrap
+
+    if not isinstance(doc, dict):
+        return doc
+    try:
+        return unwrap(doc)
+    except MaskcError:
+        return doc
 
 
 def _looks_like_schema(doc: Any) -> bool:
@@ -131,20 +151,10 @@ def collect_jobs(paths: Sequence[str], kind: Kind) -> tuple[list[Job], list[str]
     """Jobs in argument order (directories expanded, sorted) and the files skipped."""
     jobs: list[Job] = []
     skipped: list[str] = []
-    stems: set[str] = set()
-
-    def stem_for(base: str) -> str:
-        stem, n = base, 1
-        while stem in stems:
-            n += 1
-            stem = f"{base}-{n}"
-        stems.add(stem)
-        return stem
-
     if kind == "regex":
         for pattern in paths:
             digest = hashlib.sha256(pattern.encode()).hexdigest()[:8]
-            jobs.append(Job(pattern, stem_for(f"regex-{digest}"), kind, pattern))
+            jobs.append(Job(pattern, f"regex-{digest}", kind, pattern))
     elif kind == "choice":
         for arg in paths:
             p = Path(arg)
@@ -155,11 +165,11 @@ def collect_jobs(paths: Sequence[str], kind: Kind) -> tuple[list[Job], list[str]
             strings = isinstance(doc, list) and all(isinstance(c, str) for c in doc)
             if failure is None and not strings:
                 failure = describe(InputError(f"{p} must hold a JSON list of strings"))
-            jobs.append(Job(str(p), stem_for(p.stem), kind, doc, failure))
+            jobs.append(Job(str(p), p.stem, kind, doc, failure))
     else:
         for p, doc, failure in _schema_files(paths, skipped, gbnf=kind == "gbnf"):
             file_kind: Kind = "gbnf" if kind == "gbnf" or kind_for_path(str(p)) == "gbnf" else "json_schema"
-            jobs.append(Job(str(p), stem_for(p.stem), file_kind, doc, failure))
+            jobs.append(Job(str(p), p.stem, file_kind, doc, failure))
     return jobs, skipped
 
 
@@ -173,11 +183,51 @@ def read_text(path: Path) -> tuple[Any, dict[str, Any] | None]:
 
 
 _vocab: Vocabulary | None = None
+_PR_SET_PDEATHSIG = 1
+_WATCH_SECONDS = 0.5
+MANIFEST_ENTRY = "_manifest_entry"  # a result's manifest record, taken out by run_all
 
 
-def _init_worker(settings: Settings) -> None:
+def _watch_parent(parent: int) -> None:
+    while True:
+        time.sleep(_WATCH_SECONDS)
+        if os.getppid() != parent:
+            os._exit(1)
+
+
+def die_with_parent(parent: int) -> None:
+    """End this process when ``parent`` dies, even by SIGKILL: on Linux the kernel sends
+    SIGKILL (``PR_SET_PDEATHSIG``); everywhere a daemon thread exits once the parent
+    pid changes (the process was re-parented).
+
+    The kernel's signal follows the *thread* that started the process: ProcessPoolExecutor
+    starts spawned workers from the thread that submits (here the main thread, which
+    lives as long as the process), never from a thread that ends before the pool.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the parent died before the line above took effect
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent,), name="maskc-parent-watch", daemon=True).start()
+
+
+def _init_worker(settings: Settings, parent: int) -> None:
     global _vocab
+    die_with_parent(parent)
     _vocab = load_vocabulary(settings)
+
+
+def _manifest_source(job: Job, out: Path) -> str:
+    """A file input's path relative to the output folder (a regex: the pattern itself)."""
+    if job.kind == "regex":
+        return job.label
+    try:
+        return Path(os.path.relpath(Path(job.label).resolve(), out.resolve())).as_posix()
+    except ValueError:  # another drive (Windows)
+        return Path(job.label).resolve().as_posix()
 
 
 def run_job(job: Job, settings: Settings) -> Result:
@@ -191,10 +241,12 @@ def run_job(job: Job, settings: Settings) -> Result:
         return result
     vocab = _vocab if _vocab is not None else load_vocabulary(settings)
     try:
-        opts = make_options(settings.whitespace, settings.lenient, max_depth=settings.max_depth) \
-            if job.kind == "json_schema" else make_options(max_depth=settings.max_depth)
+        opts = make_options(settings.whitespace, settings.lenient, max_depth=settings.max_depth,
+                            limits=settings.limits) \
+            if job.kind == "json_schema" else make_options(max_depth=settings.max_depth, limits=settings.limits)
         art = maskc.compile_source(job.kind, job.source, vocab, options=opts, cache=settings.cache)
-        path = art.save(Path(settings.out) / f"{job.stem}.{vocab.fingerprint[:12]}.safetensors")
+        name = artifact_file_name(job.stem, art)
+        path = art.save(Path(settings.out) / name)
     except MaskcError as e:
         result["error"] = describe(e)
         return result
@@ -204,12 +256,28 @@ def run_job(job: Job, settings: Settings) -> Result:
     result.update(ok=True, artifact=str(path), states=art.num_states, distinct_masks=art.num_masks,
                   bytes=path.stat().st_size, compile_ms=round(art.compile_ms, 3),
                   cache_hit=art.cache_hit, not_enforced=art.not_enforced)
+    result[MANIFEST_ENTRY] = manifest_entry(art, source=_manifest_source(job, Path(settings.out)),
+                                            stem=job.stem, file_name=name)
     return result
 
 
 def run_all(jobs: Sequence[Job], settings: Settings, vocab: Vocabulary, n_workers: int,
             started: Callable[[Job], None], finished: Callable[[Result], None]) -> list[Result]:
-    """Results in job order; ``n_workers > 1`` uses a process pool (spawned workers)."""
+    """Results in job order; ``n_workers > 1`` uses a process pool (spawned workers that
+    die with this process). Every artifact written is then recorded in ``manifest.json``.
+
+    Raises:
+        ArtifactError: the manifest cannot be updated.
+    """
+    results = _compile_all(jobs, settings, vocab, n_workers, started, finished)
+    entries = [e for r in results if (e := r.pop(MANIFEST_ENTRY, None)) is not None]
+    if entries:
+        update_manifest(settings.out, entries)
+    return results
+
+
+def _compile_all(jobs: Sequence[Job], settings: Settings, vocab: Vocabulary, n_workers: int,
+                 started: Callable[[Job], None], finished: Callable[[Result], None]) -> list[Result]:
     global _vocab
     if n_workers <= 1 or len(jobs) <= 1:
         _vocab = vocab
@@ -222,7 +290,7 @@ def run_all(jobs: Sequence[Job], settings: Settings, vocab: Vocabulary, n_worker
     out: list[Result | None] = [None] * len(jobs)
     ctx = multiprocessing.get_context("spawn")  # no fork: the parent may run a progress thread
     with ProcessPoolExecutor(min(n_workers, len(jobs)), mp_context=ctx,
-                             initializer=_init_worker, initargs=(settings,)) as pool:
+                             initializer=_init_worker, initargs=(settings, os.getpid())) as pool:
         futures = {pool.submit(run_job, job, settings): i for i, job in enumerate(jobs)}
         for future in as_completed(futures):
             out[futures[future]] = r = future.result()

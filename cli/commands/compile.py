@@ -1,12 +1,13 @@
 """``maskc compile``: JSON Schemas, regexes or choice lists → one artifact per input.
 
 Reads the inputs, compiles them (optionally in parallel processes, through the artifact
-cache) and renders one summary: a Rich table for humans, one JSON document for machines.
+cache), indexes the artifacts in ``manifest.json`` and renders one summary: a Rich table for humans, one JSON document for machines.
 Exit code: 0 all compiled, 1 some input failed to compile, 2 bad invocation or input.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -23,6 +24,8 @@ from maskc.cli.options import (
     JsonOpt,
     LenientOpt,
     MaxDepthOpt,
+    MaxSecondsOpt,
+    MaxStatesOpt,
     NoCacheOpt,
     OutOpt,
     TokenizerOpt,
@@ -32,7 +35,7 @@ from maskc.cli.options import (
 )
 from maskc.cli.output import Output
 from maskc.compiler.errors import InputError
-from maskc.compiler.options import DEFAULT_MAX_DEPTH
+from maskc.compiler.options import DEFAULT_MAX_DEPTH, Limits
 
 __all__ = ["EPILOG", "compile_command"]
 
@@ -45,15 +48,33 @@ EPILOG = """\
   maskc compile --regex '[0-9]{3}-[0-9]{4}' --tokenizer model.gguf
   maskc compile --choice labels.json
   maskc compile grammar.gbnf --max-depth 16
+  maskc compile big.json --max-states 1000000 --max-seconds 900
 """
 
 
+_ASCII_ID = re.compile(r"[0-9]+")
+
+
+_LABEL_WIDTH = 40
+
+
 def _file_label(path: str) -> str:
-    return Path(path).name.removesuffix(".json")
+    """An input as the user finds it: its path relative to the working directory (so
+    ``a/x.json`` and ``b/x.json`` stay apart), its end kept when it is long."""
+    p = Path(path)
+    if p.is_absolute():
+        try:
+            p = p.relative_to(Path.cwd())
+        except ValueError:
+            pass
+    text = p.as_posix()
+    return text if len(text) <= _LABEL_WIDTH else "…" + text[-(_LABEL_WIDTH - 1):]
 
 
 def _eos(values: list[str] | None) -> tuple[int | str, ...] | None:
-    return tuple(int(v) if v.isdecimal() else v for v in values) if values else None
+    # ASCII digits only: str.isdecimal() also accepts other scripts' digits ("٣" would be id 3),
+    # which are token texts here.
+    return tuple(int(v) if _ASCII_ID.fullmatch(v) else v for v in values) if values else None
 
 
 @guard
@@ -71,13 +92,20 @@ def compile_command(
     choice: Annotated[bool, typer.Option(help="Each PATH is a JSON list of strings.")] = False,
     gbnf: Annotated[bool, typer.Option(help="Each PATH is a GBNF grammar (also implied by a .gbnf name).")] = False,
     max_depth: MaxDepthOpt = DEFAULT_MAX_DEPTH,
+    max_states: MaxStatesOpt = Limits().max_states,
+    max_seconds: MaxSecondsOpt = Limits().max_seconds,
     eos: EosOpt = None,
     vocab_size: VocabSizeOpt = None,
     no_cache: NoCacheOpt = False,
     fmt: FormatOpt = "human",
     json_flag: JsonOpt = False,
 ) -> None:
-    """Compile schemas, regexes or choice lists into token-mask artifacts for one tokenizer."""
+    """Compile schemas, regexes or choice lists into token-mask artifacts for one tokenizer.
+
+    Each artifact is written as OUT/<stem>.<content key>.safetensors (other options or
+    another tokenizer give another file); OUT/manifest.json maps each input, tokenizer and
+    options to its file.
+    """
     if regex + choice + gbnf > 1:
         raise typer.BadParameter("use one of --regex, --choice, --gbnf", param_hint="--regex/--choice/--gbnf")
     out = Output(resolve_format(fmt, json_flag))
@@ -86,7 +114,8 @@ def compile_command(
         out.warn("--whitespace and --lenient apply to JSON Schemas only; ignored")
     jobs_list, skipped = batch.collect_jobs(paths, kind)
     settings = batch.Settings(tokenizer, _eos(eos), vocab_size, whitespace, lenient,
-                              None if no_cache else str(ArtifactCache().root), str(out_dir), max_depth)
+                              None if no_cache else str(ArtifactCache().root), str(out_dir), max_depth,
+                              Limits.scaled(max_states, max_seconds))
     vocab = batch.load_vocabulary(settings)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -110,7 +139,8 @@ def compile_command(
     else:
         title = f"[bold]{vocab.name}[/] · {vocab.vocab_size:,} ids · {vocab.fingerprint[:12]}"
         title += f" · {whitespace}" if kind == "json_schema" else ""
-        render.compile_summary(out, results, title, f"artifacts in {out_dir}/",
+        written = any(r["ok"] for r in results)
+        render.compile_summary(out, results, title, f"artifacts in {out_dir}/" if written else "",
                                label=str if kind == "regex" else _file_label)
     if any(r["error"] is not None and r["error"]["type"] == INTERNAL_ERROR for r in results):
         raise typer.Exit(EXIT_INTERNAL)

@@ -13,7 +13,7 @@ import maskc
 from maskc.artifacts.cache import ArtifactCache
 from maskc.compiler.vocab import Vocabulary
 
-SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8}, "n": {"type": "integer", "minimum": 0}}, "required": ["name"]}
+SCHEMA = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 8}, "b": {"type": "integer", "minimum": 0}}, "required": ["a"]}
 
 
 def test_round_trip_same_masks(tmp_path: Path, toy_vocab: Vocabulary) -> None:
