@@ -30,6 +30,7 @@ from maskc.compiler.maskstore import MaskStore, MaskStoreBuilder
 from maskc.compiler.minimize import minimize
 from maskc.compiler.nfa import lower
 from maskc.compiler.options import CompileOptions
+from maskc.compiler.spelling import prove_spellable, prove_start_spellable
 from maskc.compiler.vocab import Vocabulary
 
 __all__ = ["CompiledGrammar", "compile_ir", "compile_grammar", "compile_source", "compile_json_schema", "compile_regex",
@@ -153,13 +154,17 @@ def compile_ir(
     except TimeLimitExceeded:
         raise TimeLimitExceeded("compile time (s)", limit=options.limits.max_seconds) from None
     t["align_ms"] = (time.perf_counter() - t0) * 1e3
+    masks = builder.build()
+    t1 = time.perf_counter()
+    prove_spellable(dfa, state_mask, masks, table, tokenizer=vocab.name)
+    t["spell_ms"] = (time.perf_counter() - t1) * 1e3
     t["total_ms"] = (time.perf_counter() - start) * 1e3
     return CompiledGrammar(
         kind=kind,
         source=source,
         dfa=dfa,
         state_mask=state_mask,
-        masks=builder.build(),
+        masks=masks,
         options=options,
         not_enforced=list(not_enforced or []),
         timings=t,
@@ -199,13 +204,15 @@ def compile_grammar(
     except TimeLimitExceeded:
         raise TimeLimitExceeded("compile time (s)", limit=options.limits.max_seconds) from None
     t["align_ms"] = (time.perf_counter() - t1) * 1e3
+    store = builder.build()
+    prove_start_spellable(pda, masks.accepted, masks.uncertain, store, tokenizer=vocab.name)
     t["total_ms"] = (time.perf_counter() - start) * 1e3
     return CompiledGrammar(
         kind=kind,
         source=source,
         dfa=pda.dfa,
         state_mask=masks.accepted,
-        masks=builder.build(),
+        masks=store,
         options=options,
         not_enforced=list(not_enforced or []),
         timings=t,
@@ -229,7 +236,8 @@ def compile_source(
 
     Raises:
         InputError (SchemaError, UnsupportedKeyword, RegexSyntaxError, GrammarSyntaxError,
-        GrammarError, EmptyLanguage), LimitExceeded.
+        GrammarError, EmptyLanguage), LimitExceeded, UnspellableGrammar (no sequence of the
+        tokenizer's whole tokens reaches the end of the grammar).
     """
     opts = options or CompileOptions()
     fe = frontend(kind)

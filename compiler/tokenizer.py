@@ -72,14 +72,17 @@ def load_tokenizer(
             token list ``{"tokens": [...], "eos": "..."}``, or a hub id ``org/name``.
         eos: EOS token(s) as ids or token texts, replacing the detected ones.
         vocab_size: The model's logits width when it exceeds the token count (padded
-            embeddings); defaults to the token count.
+            embeddings), at most :data:`~maskc.compiler.vocab.MAX_VOCAB_SIZE`; defaults to
+            the token count.
 
     Returns:
         The vocabulary, with ``encode`` backed by the real tokenizer.
 
     Raises:
-        TokenizerError: the tokenizer cannot be found, read or understood, no EOS token can
-            be detected and none is given, or ``vocab_size`` is below the token count.
+        TokenizerError: the tokenizer cannot be found, read or understood, has no ordinary
+            (non-special) token, no EOS token can be detected and none is given, or
+            ``vocab_size`` is below the token count or above the supported maximum.
+        TypeError: ``vocab_size`` is not an int.
 
     Example:
         >>> vocab = load_tokenizer("deepseek")
@@ -87,11 +90,29 @@ def load_tokenizer(
         b' hello'
     """
     base = _load(os.fspath(spec))
+    _require_ordinary_tokens(base)
     if eos is not None:
         base = base.with_overrides(eos=eos)
     elif not base.eos_ids:
         raise TokenizerError(f"no EOS token found for tokenizer '{base.name}'", hint=_EOS_HINT)
     return base.with_overrides(vocab_size=vocab_size)
+
+
+def _require_ordinary_tokens(vocab: Vocabulary) -> None:
+    # A vocabulary of special tokens only can spell no output at all: refuse it here, with
+    # its name, rather than let every compile fail.
+    if len(vocab.special_ids) < vocab.token_count:
+        return
+    what = (
+        "no tokens"
+        if not vocab.token_count
+        else f"no ordinary tokens (all {vocab.token_count} are special or empty)"
+    )
+    raise TokenizerError(
+        f"tokenizer '{vocab.name}' has {what}, so it cannot spell any output",
+        hint="check that the file is complete: its vocabulary (model.vocab in a "
+        "tokenizer.json, 'tokens' in a token list, tokenizer.ggml.tokens in a GGUF) is empty",
+    )
 
 
 # -- dispatch -------------------------------------------------------------------------------

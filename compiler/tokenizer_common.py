@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from maskc.compiler.errors import TokenizerError
-from maskc.compiler.vocab import Vocabulary
+from maskc.compiler.vocab import MAX_VOCAB_SIZE, Vocabulary
 
 __all__ = [
     "CONFIG_FILES",
@@ -71,7 +71,6 @@ def read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-
 def eos_from_configs(folder: Path) -> list[int | str]:
     """EOS ids and token texts named by the Hugging Face config files in ``folder``.
 
@@ -115,6 +114,12 @@ def finish_vocabulary(
     nothing is configured, the special tokens among :data:`WELL_KNOWN_EOS`. The result may
     have no EOS id; :func:`~maskc.compiler.tokenizer.load_tokenizer` refuses it then.
     """
+    if len(token_bytes) > MAX_VOCAB_SIZE:
+        raise TokenizerError(
+            f"tokenizer '{name}' has {len(token_bytes):,} tokens, more than the supported "
+            f"{MAX_VOCAB_SIZE:,}",
+            hint="the file may be corrupt",
+        )
     special.update(i for i, b in enumerate(token_bytes) if not b)
     vocab = Vocabulary(
         name=name,

@@ -187,18 +187,22 @@ def load_gguf(path: Path, name: str) -> Vocabulary:
             or inconsistent token metadata.
     """
     meta = read_gguf_metadata(path)
-    model = meta.get("tokenizer.ggml.model")
-    tokens = meta.get("tokenizer.ggml.tokens")
-    if model is None or not isinstance(tokens, list):
+    model = _string(meta, "tokenizer.ggml.model", path)
+    if model is None and "tokenizer.ggml.tokens" not in meta:
         raise TokenizerError(f"'{path}' has no embedded tokenizer (tokenizer.ggml.* keys)")
+    if model is None:
+        raise _bad_field(path, "tokenizer.ggml.model", "is missing", "a string such as 'gpt2'")
     if model not in ("gpt2", "llama"):
         raise TokenizerError(
             f"GGUF tokenizer model '{model}' is not supported",
             hint="maskc reads GGUF vocabularies of type 'gpt2' (byte-level BPE) and 'llama' "
             "(SentencePiece)",
         )
-    raw_types = meta.get("tokenizer.ggml.token_type")
-    types = [_NORMAL] * len(tokens) if raw_types is None else [int(t) for t in raw_types]
+    tokens = _string_list(meta, "tokenizer.ggml.tokens", path)
+    if tokens is None:
+        raise _bad_field(path, "tokenizer.ggml.tokens", "is missing", "an array of strings")
+    raw_types = _int_list(meta, "tokenizer.ggml.token_type", path)
+    types = [_NORMAL] * len(tokens) if raw_types is None else raw_types
     if len(types) != len(tokens):
         raise TokenizerError(f"'{path}' has {len(tokens)} tokens but {len(types)} token types")
     token_bytes: list[bytes] = []
@@ -214,20 +218,77 @@ def load_gguf(path: Path, name: str) -> Vocabulary:
         else:
             token_bytes.append(decode_metaspace(text, byte_fallback=kind == _BYTE))
     configured: list[int | str] = [
-        int(meta[k])
+        tid
         for k in (
             "tokenizer.ggml.eos_token_id",
             "tokenizer.ggml.eot_token_id",
             "tokenizer.ggml.eom_token_id",
         )
-        if k in meta
+        if (tid := _token_id(meta, k, path)) is not None
     ]
-    merges = meta.get("tokenizer.ggml.merges")
+    merges = _string_list(meta, "tokenizer.ggml.merges", path)
     encoder: Callable[[str], list[int]]
-    if model == "gpt2" and isinstance(merges, list):
-        pre = str(meta.get("tokenizer.ggml.pre", "default"))
+    if model == "gpt2" and merges is not None:
+        pre = _string(meta, "tokenizer.ggml.pre", path) or "default"
         encoder = _GgufBpeEncoder(tokens, types, merges, pre)
     else:
         encoder = _TransformersEncoder(path)
     return finish_vocabulary(name, token_bytes, special, configured, encoder)
 
+
+# -- typed access to metadata fields ---------------------------------------------------------
+# A GGUF key can hold any value type; these readers refuse the wrong one by name, so a
+# mistyped field is a TokenizerError naming it, not a crash further down.
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, np.ndarray):
+        return f"an array of {value.dtype.name}"
+    if isinstance(value, list):
+        inner = {"arrays" if isinstance(v, (list, np.ndarray)) else type(v).__name__ for v in value}
+        return f"an array of {'/'.join(sorted(inner))}"
+    return f"of type {type(value).__name__} ({value!r:.40})"
+
+
+def _bad_field(path: Path, key: str, problem: str, expected: str) -> TokenizerError:
+    return TokenizerError(
+        f"'{path}': GGUF metadata field {key} {problem}; expected {expected}",
+        hint="the file's tokenizer metadata is malformed; re-export it with llama.cpp's tools",
+    )
+
+
+def _string(meta: dict[str, Any], key: str, path: Path) -> str | None:
+    value = meta.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise _bad_field(path, key, f"is {_kind(value)}", "a string")
+
+
+def _string_list(meta: dict[str, Any], key: str, path: Path) -> list[str] | None:
+    value = meta.get(key)
+    if value is None:
+        return None
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    if isinstance(value, np.ndarray) and not value.size:  # an empty array has no item type
+        return []
+    raise _bad_field(path, key, f"is {_kind(value)}", "an array of strings")
+
+
+def _int_list(meta: dict[str, Any], key: str, path: Path) -> list[int] | None:
+    value = meta.get(key)
+    if value is None:
+        return None
+    if isinstance(value, np.ndarray) and value.dtype.kind in "iu":
+        out: list[int] = value.tolist()
+        return out
+    raise _bad_field(path, key, f"is {_kind(value)}", "an array of integers")
+
+
+def _token_id(meta: dict[str, Any], key: str, path: Path) -> int | None:
+    value = meta.get(key)
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise _bad_field(path, key, f"is {_kind(value)}", "a non-negative integer token id")

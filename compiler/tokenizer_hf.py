@@ -22,6 +22,7 @@ from maskc.compiler.tokenizer_common import (
     read_json,
 )
 from maskc.compiler.vocab import (
+    MAX_VOCAB_SIZE,
     METASPACE,
     Vocabulary,
     decode_byte_level,
@@ -186,6 +187,46 @@ class HFEncoder:
         return list(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
 
+def _id_count(path: Path, model_vocab: object, added: Mapping[int, Any]) -> int:
+    """One past the highest id of the model vocabulary and the added tokens.
+
+    Ids must be non-negative ints no larger than the file can plausibly hold: a few gaps are
+    normal (removed or reserved ids), but an id far past the number of entries would make
+    the loader walk every id in between (a 2,000,000,000 id would hang it).
+
+    Raises:
+        TokenizerError: the vocabulary is neither an object of ids nor a list, or an id is
+            not a non-negative int or is out of bounds.
+    """
+    ids: list[int] = []
+    if isinstance(model_vocab, list):
+        ids = list(range(len(model_vocab)))
+    elif isinstance(model_vocab, Mapping):
+        for i in model_vocab.values():
+            if isinstance(i, bool) or not isinstance(i, int) or i < 0:
+                raise TokenizerError(
+                    f"'{path}': model.vocab holds {i!r} where a token id (a non-negative int) "
+                    "belongs",
+                    hint="the file may be corrupt",
+                )
+            ids.append(i)
+    else:
+        raise TokenizerError(
+            f"'{path}': model.vocab must be an object of token ids or a list, "
+            f"got {type(model_vocab).__name__}"
+        )
+    limit = min(MAX_VOCAB_SIZE, 4 * (len(ids) + len(added)) + 256)
+    top = max([*ids, *added], default=-1)
+    if top >= limit:
+        where = "added_tokens" if top in added else "model.vocab"
+        raise TokenizerError(
+            f"'{path}': token id {top:,} in {where} is out of bounds for a vocabulary of "
+            f"{len(ids):,} entries and {len(added):,} added tokens (ids must stay below {limit:,})",
+            hint="the file may be corrupt; ids of a tokenizer.json count up from 0 with few gaps",
+        )
+    return top + 1
+
+
 def load_tokenizer_json(
     path: Path, name: str, *, config_dir: Path | None, data: dict[str, Any] | None = None
 ) -> Vocabulary:
@@ -213,11 +254,7 @@ def load_tokenizer_json(
             hint="the file may be corrupt or from a newer tokenizers version",
         ) from e
     added = tok.get_added_tokens_decoder()
-    model_ids = data["model"].get("vocab") or {}
-    count = (
-        len(model_ids) if isinstance(model_ids, list) else max(model_ids.values(), default=-1) + 1
-    )
-    n = max([count, *(i + 1 for i in added)])
+    n = _id_count(path, data["model"].get("vocab") or {}, added)
     token_bytes: list[bytes] = []
     special: set[int] = set()
     for i in range(n):

@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 from maskc.compiler.errors import TokenizerError
 
 __all__ = [
+    "MAX_VOCAB_SIZE",
     "GreedyEncoder",
     "Vocabulary",
     "byte_level_decoder",
@@ -38,6 +39,9 @@ METASPACE = "\u2581"
 _BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
 
 _FINGERPRINT_MAGIC = b"maskc-vocabulary-v1\0"
+
+MAX_VOCAB_SIZE = 1 << 24
+"""The widest logits a vocabulary may declare (16,777,216 columns, far above any real model)."""
 
 
 @dataclass(frozen=True)
@@ -69,8 +73,12 @@ class Vocabulary:
 
     def __post_init__(self) -> None:
         n = len(self.token_bytes)
+        if isinstance(self.vocab_size, bool) or not isinstance(self.vocab_size, int):
+            raise TypeError(f"vocab_size must be an int, got {type(self.vocab_size).__name__}")
         if self.vocab_size < n:
             raise ValueError(f"vocab_size must be >= the token count {n}, got {self.vocab_size}")
+        if self.vocab_size > MAX_VOCAB_SIZE:
+            raise ValueError(f"vocab_size must be at most {MAX_VOCAB_SIZE}, got {self.vocab_size}")
         bad = [i for i in self.special_ids if not 0 <= i < n]
         if bad:
             raise ValueError(f"special ids must lie in [0, {n}), got {sorted(bad)[:5]}")
@@ -85,6 +93,14 @@ class Vocabulary:
                 raise TypeError(f"token_bytes[{i}] must be bytes, got {type(b).__name__}")
             if not b and i not in self.special_ids:
                 raise ValueError(f"token {i} decodes to no bytes but is not special")
+
+    def __repr__(self) -> str:
+        # Short on purpose: the generated repr would print every token's bytes (megabytes).
+        eos = repr(self.eos_ids) if len(self.eos_ids) <= 8 else f"({str(self.eos_ids[:8])[1:-1]}, ...)"
+        return (
+            f"Vocabulary(name={self.name[:80]!r}, tokens={self.token_count}, "
+            f"vocab_size={self.vocab_size}, eos_ids={eos}, fingerprint={self.fingerprint[:12]})"
+        )
 
     # -- derived data -------------------------------------------------------------------
 
@@ -193,10 +209,13 @@ class Vocabulary:
             eos: EOS token(s) as ids or token strings (a special token's content, or an ordinary
                 token's exact text); they become special. ``None`` keeps the current ones.
                 A string is always a token's text, never a number to parse.
-            vocab_size: The logits width, at least ``token_count``. ``None`` keeps it.
+            vocab_size: The logits width, at least ``token_count`` and at most
+                :data:`MAX_VOCAB_SIZE`. ``None`` keeps it.
 
         Raises:
-            TokenizerError: an EOS token is unknown, or ``vocab_size`` is below the token count.
+            TokenizerError: an EOS token is unknown, or ``vocab_size`` is below the token count
+                or above :data:`MAX_VOCAB_SIZE`.
+            TypeError: ``vocab_size`` is not an int.
         """
         eos_ids = self.eos_ids
         special = self.special_ids
@@ -210,13 +229,7 @@ class Vocabulary:
                 )
             eos_ids = tuple(sorted(set(ids)))
             special = special | frozenset(eos_ids)
-        size = self.vocab_size if vocab_size is None else vocab_size
-        if size < self.token_count:
-            raise TokenizerError(
-                f"vocab size {size} is smaller than the {self.token_count} tokens of "
-                f"tokenizer '{self.name}'",
-                hint="--vocab-size is the model's logits width; it is at least the token count",
-            )
+        size = self.vocab_size if vocab_size is None else _check_vocab_size(vocab_size, self)
         if eos_ids == self.eos_ids and size == self.vocab_size:
             return self
         return replace(self, special_ids=special, eos_ids=eos_ids, vocab_size=size)
@@ -294,6 +307,25 @@ class Vocabulary:
             vocab_size=len(raw) if vocab_size is None else vocab_size,
             _encoder=GreedyEncoder(raw, frozen),
         )
+
+
+def _check_vocab_size(size: int, vocab: Vocabulary) -> int:
+    """``size`` if it is a logits width ``vocab`` can have; else a :class:`TokenizerError`."""
+    if isinstance(size, bool) or not isinstance(size, int):
+        raise TypeError(f"vocab_size must be an int or None, got {type(size).__name__}")
+    hint = "--vocab-size is the model's logits width (its embedding rows); it is at least the token count"
+    if size < vocab.token_count:
+        raise TokenizerError(
+            f"vocab size {size} is smaller than the {vocab.token_count} tokens of "
+            f"tokenizer '{vocab.name}'",
+            hint=hint,
+        )
+    if size > MAX_VOCAB_SIZE:
+        raise TokenizerError(
+            f"vocab size {size} is larger than the supported maximum of {MAX_VOCAB_SIZE:,}",
+            hint=hint,
+        )
+    return size
 
 
 class GreedyEncoder:

@@ -94,8 +94,12 @@ def test_token_graph_proves_reachability_without_single_byte_tokens() -> None:
     (["aa", "b", "EOS"], "a(aa)*|b", ["aa"]),  # even counts of "a" only: the odd end is out of reach
     (["a", "ab", "EOS"], "ab?c", []),  # not even the start can finish: the empty prefix
 ])
-def test_token_dead_ends_give_a_counterexample(tokens: list[str], pattern: str, witness: list[str]) -> None:
+def test_token_dead_ends_give_a_counterexample(tokens: list[str], pattern: str, witness: list[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
     vocab = Vocabulary.from_tokens(tokens, eos="EOS")
+    # compile now refuses a grammar whose start cannot reach EOS (the last row); the analysis
+    # must still judge such an artifact (e.g. one written by an older compiler)
+    monkeypatch.setattr("maskc.compiler.pipeline.prove_spellable", lambda *a, **k: None)
     art = maskc.compile_regex(pattern, vocab)
     r = eos_reachability(art, vocab)
     assert not r.proved and r.method == "token graph"
