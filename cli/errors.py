@@ -38,6 +38,7 @@ from maskc.compiler.errors import (
     TokenizerError,
     TokenizerMismatch,
     UnsupportedKeyword,
+    UnspellableGrammar,
 )
 
 __all__ = [
@@ -92,6 +93,9 @@ ERROR_TABLE: tuple[tuple[type[MaskcError], ErrorRule], ...] = (
     (NonTerminating, ErrorRule(EXIT_INPUT, "bound the repetition that never reaches an end")),
     (GrammarError, ErrorRule(EXIT_INPUT)),
     (InputError, ErrorRule(EXIT_INPUT)),
+    (UnspellableGrammar,
+     ErrorRule(EXIT_FAILED, "the tokenizer has no tokens for what the grammar requires: "
+               "check the --tokenizer, or allow outputs its tokens can spell")),
     (LimitExceeded, ErrorRule(EXIT_FAILED)),
     (MaskcError, ErrorRule(EXIT_INPUT)),
 )

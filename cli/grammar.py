@@ -15,7 +15,7 @@ from maskc.artifacts.artifact import Artifact
 from maskc.artifacts.api import make_options
 from maskc.cli.batch import read_json, read_text, unwrap_schema
 from maskc.compiler.frontends.registry import kind_for_path
-from maskc.compiler.options import DEFAULT_MAX_DEPTH
+from maskc.compiler.options import DEFAULT_MAX_DEPTH, Limits
 from maskc.compiler.errors import InputError
 from maskc.compiler.vocab import Vocabulary
 
@@ -24,8 +24,9 @@ __all__ = ["load_grammar"]
 
 def load_grammar(spec: str | None, regex: str | None, vocab: Vocabulary, *, whitespace: str = "compact",
                  lenient: bool = False, cache: bool = True, gbnf: str | None = None,
-                 max_depth: int = DEFAULT_MAX_DEPTH) -> Artifact:
-    """The artifact for ``spec`` (or ``regex``, or the GBNF file ``gbnf``) and ``vocab``.
+                 max_depth: int = DEFAULT_MAX_DEPTH, limits: Limits | None = None) -> Artifact:
+    """The artifact for ``spec`` (or ``regex``, or the GBNF file ``gbnf``) and ``vocab``,
+    compiled under ``limits`` (default :class:`Limits`) unless ``spec`` is an artifact.
 
     Raises:
         InputError: none or several given, unreadable file, not JSON.
@@ -35,13 +36,14 @@ def load_grammar(spec: str | None, regex: str | None, vocab: Vocabulary, *, whit
         raise InputError("give a SCHEMA, GRAMMAR or ARTIFACT file, --regex RX or --gbnf FILE (one of them)")
     store = True if cache else None
     if regex is not None:
-        return maskc.compile_regex(regex, vocab, cache=store, options=make_options(max_depth=max_depth))
+        return maskc.compile_regex(regex, vocab, cache=store,
+                                   options=make_options(max_depth=max_depth, limits=limits))
     if gbnf is not None or kind_for_path(str(spec)) == "gbnf":
         gpath = Path(gbnf if gbnf is not None else str(spec))
         text, failure = read_text(gpath) if gpath.is_file() else (None, {"message": f"no such file: {gpath}"})
         if failure is not None or not isinstance(text, str):
             raise InputError(failure["message"] if failure is not None else f"cannot read {gpath}")
-        return maskc.compile_gbnf(text, vocab, max_depth=max_depth, cache=store)
+        return maskc.compile_gbnf(text, vocab, cache=store, options=make_options(max_depth=max_depth, limits=limits))
     assert spec is not None
     path = Path(spec)
     if path.suffix == ".safetensors":
@@ -52,5 +54,5 @@ def load_grammar(spec: str | None, regex: str | None, vocab: Vocabulary, *, whit
     if failure is not None:
         raise InputError(failure["message"])
     schema = unwrap_schema(doc)
-    return maskc.compile_json_schema(schema, vocab, whitespace=whitespace, lenient=lenient, max_depth=max_depth,
-                                     cache=store)
+    return maskc.compile_json_schema(schema, vocab, cache=store,
+                                     options=make_options(whitespace, lenient, limits=limits, max_depth=max_depth))

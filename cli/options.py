@@ -6,6 +6,7 @@ signature, where a reader looks for it.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -22,6 +23,8 @@ __all__ = [
     "JsonOpt",
     "LenientOpt",
     "MaxDepthOpt",
+    "MaxSecondsOpt",
+    "MaxStatesOpt",
     "NoCacheOpt",
     "OutOpt",
     "OutputFormat",
@@ -45,6 +48,12 @@ def _check_whitespace(value: str) -> str:
         parse_whitespace(value)
     except ValueError as e:
         raise typer.BadParameter(str(e)) from None
+    return value
+
+
+def _check_seconds(value: float) -> float:
+    if not 0 < value < math.inf:
+        raise typer.BadParameter(f"must be a positive number of seconds, got {value}")
     return value
 
 
@@ -105,6 +114,18 @@ MaxDepthOpt = Annotated[
     typer.Option("--max-depth", metavar="N", min=1, max=1024,
                  help="Nesting bound of recursive grammars (stack frames): a token that would nest "
                       "deeper is rejected. Recorded in the artifact."),
+]
+MaxStatesOpt = Annotated[
+    int,
+    typer.Option("--max-states", metavar="N", min=1,
+                 help="Compile limit: automaton states (the NFA may have 10 N). A schema past it "
+                      "fails with exit 1. Recorded in the artifact.", rich_help_panel="Limits"),
+]
+MaxSecondsOpt = Annotated[
+    float,
+    typer.Option("--max-seconds", metavar="S", callback=_check_seconds,
+                 help="Compile limit: seconds per input. Recorded in the artifact.",
+                 rich_help_panel="Limits"),
 ]
 
 NoCacheOpt = Annotated[

@@ -18,6 +18,7 @@ __all__ = [
     "GrammarError",
     "EmptyLanguage",
     "NonTerminating",
+    "UnspellableGrammar",
     "LimitExceeded",
     "StateLimitExceeded",
     "TimeLimitExceeded",
@@ -141,30 +142,59 @@ class NonTerminating(GrammarError):
         self.witness = witness
 
 
-class LimitExceeded(MaskcError):
-    """A compile limit (states, artifact bytes, seconds) was exceeded."""
+class UnspellableGrammar(MaskcError):
+    """No sequence of whole tokens of the tokenizer leads from the start to an end (EOS).
 
-    def __init__(self, what: str, *, limit: float, got: float | None = None) -> None:
+    ``prefix`` is a shortest prefix of the grammar's outputs that whole tokens cannot write:
+    the bytes they can write, then the next character the grammar needs there (empty when
+    tokens never get stuck yet never reach an end, and for a recursive grammar, which is only
+    checked at its start). ``example`` is a shortest output that begins with it.
+    """
+
+    def __init__(self, message: str, *, tokenizer: str, prefix: bytes = b"", example: bytes = b"",
+                 hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.tokenizer = tokenizer
+        self.prefix = prefix
+        self.example = example
+
+
+class LimitExceeded(MaskcError):
+    """A compile limit (states, artifact bytes, seconds) was exceeded; ``pointer`` says
+    where in a schema, when known."""
+
+    raise_with = "the limit"  # how a user raises it, named in the default hint
+
+    def __init__(self, what: str, *, limit: float, got: float | None = None, pointer: str = "",
+                 hint: str | None = None) -> None:
         got_s = f" (got {got:g})" if got is not None else ""
+        loc = f" (at {pointer})" if pointer else ""
         super().__init__(
-            f"{what} exceeds the limit of {limit:g}{got_s}",
-            hint="simplify the schema (smaller maxLength/maxItems, fewer alternatives) "
-            "or raise the limit",
+            f"{what} exceeds the limit of {limit:g}{got_s}{loc}",
+            hint=hint or "simplify the schema (smaller maxLength/maxItems, fewer alternatives) "
+            f"or raise {self.raise_with}",
         )
         self.limit = limit
         self.got = got
+        self.pointer: str | None = pointer or None
 
 
 class StateLimitExceeded(LimitExceeded):
     """The automaton grew past ``max_states``."""
 
+    raise_with = "--max-states (Limits.max_states)"
+
 
 class TimeLimitExceeded(LimitExceeded):
     """The compile ran longer than ``max_seconds``."""
 
+    raise_with = "--max-seconds (Limits.max_seconds)"
+
 
 class SizeLimitExceeded(LimitExceeded):
     """The artifact would be larger than ``max_artifact_bytes``."""
+
+    raise_with = "Limits.max_artifact_bytes"
 
 
 class TokenizerError(MaskcError):

@@ -6,6 +6,7 @@ must change whenever the compiled language or masks could.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Literal
 
@@ -69,12 +70,45 @@ MAX_MAX_DEPTH = 1024
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Resource limits of one compile; exceeding one is a :class:`LimitExceeded` error."""
+    """Resource limits of one compile; exceeding one is a :class:`LimitExceeded` error.
+
+    They are part of the options an artifact records (and so of its cache key): a compile
+    that failed under one limit may succeed under another.
+    """
 
     max_states: int = 200_000
     max_nfa_states: int = 2_000_000
     max_artifact_bytes: int = 512 * 1024 * 1024
     max_seconds: float = 300.0
+
+    def __post_init__(self) -> None:
+        for name in ("max_states", "max_nfa_states", "max_artifact_bytes"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        v = self.max_seconds
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 < v < math.inf:
+            raise ValueError(f"max_seconds must be a positive finite number, got {v!r}")
+
+    @classmethod
+    def scaled(cls, max_states: int | None = None, max_seconds: float | None = None) -> Limits:
+        """The default limits with ``max_states`` and ``max_seconds`` replaced where given;
+        the NFA bound grows with ``max_states`` (10 NFA states per DFA state allowed), never
+        below its default.
+
+        Raises:
+            ValueError: a limit that is not positive.
+        """
+        d = cls()
+        states = d.max_states if max_states is None else max_states
+        nfa = max(d.max_nfa_states, 10 * states) if isinstance(states, int) else d.max_nfa_states  # else refused below
+        return cls(max_states=states, max_nfa_states=nfa, max_artifact_bytes=d.max_artifact_bytes,
+                   max_seconds=d.max_seconds if max_seconds is None else max_seconds)
+
+    def canonical(self) -> dict[str, object]:
+        """The limits as JSON-able data (``max_seconds`` a float, so 300 and 300.0 agree)."""
+        return {"max_states": self.max_states, "max_nfa_states": self.max_nfa_states,
+                "max_artifact_bytes": self.max_artifact_bytes, "max_seconds": float(self.max_seconds)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +125,9 @@ class CompileOptions:
             raise ValueError(f"max_depth must be an integer in 1..{MAX_MAX_DEPTH}, got {self.max_depth!r}")
 
     def canonical(self) -> dict[str, object]:
-        """The options that change the output, as canonical JSON-able data (limits excluded)."""
-        return {"whitespace": str(self.whitespace), "lenient": self.lenient, "max_depth": self.max_depth}
+        """The options that decide the output, or whether there is one, as canonical JSON-able data."""
+        return {"whitespace": str(self.whitespace), "lenient": self.lenient, "max_depth": self.max_depth,
+                "limits": self.limits.canonical()}
 
     def canonical_json(self) -> str:
         return orjson.dumps(self.canonical(), option=orjson.OPT_SORT_KEYS).decode()

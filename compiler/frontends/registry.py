@@ -65,6 +65,12 @@ def _json_canonical(value: Any) -> str:
 # -- json_schema ---------------------------------------------------------------------------
 
 
+def _schema_canonical(value: Any) -> str:
+    from maskc.compiler.frontends.json_schema.inputs import canonical_schema
+
+    return canonical_schema(value)  # a wrapper's (tool, pydantic) is the schema's it holds
+
+
 def _schema_grammar(schema: Any, options: CompileOptions) -> tuple[Grammar, NotEnforced]:
     from maskc.compiler.frontends.json_schema import schema_to_ir
 
@@ -110,9 +116,12 @@ def _choice_value(text: str) -> Any:
 
 
 def _choice_grammar(choices: Any, options: CompileOptions) -> tuple[Grammar, NotEnforced]:
-    if not isinstance(choices, (list, tuple)) or not choices or not all(isinstance(c, str) for c in choices):
-        raise SchemaError("a choice list must be a non-empty list of strings")
-    return Grammar.single(alt(*(lit(c) for c in choices))), []
+    if not isinstance(choices, (list, tuple)) or not choices:
+        raise SchemaError(f"a choice list must be a non-empty list of strings, got {type(choices).__name__}")
+    for i, c in enumerate(choices):
+        if not isinstance(c, str):
+            raise SchemaError(f"a choice list must hold strings; item {i} is {type(c).__name__}", pointer=f"/{i}")
+    return Grammar.single(alt(*(lit(c) for c in choices))), []  # alt dedupes in linear time
 
 
 def _choice_prompt(canonical_text: str, instruction: str | None) -> str:
@@ -146,7 +155,7 @@ def _gbnf_prompt(canonical_text: str, instruction: str | None) -> str:
 FRONTENDS: dict[str, FrontEnd] = {
     fe.kind: fe
     for fe in (
-        FrontEnd("json_schema", "JSON Schema", (".json",), _json_value, _json_canonical, _schema_grammar,
+        FrontEnd("json_schema", "JSON Schema", (".json",), _json_value, _schema_canonical, _schema_grammar,
                  _schema_prompt, frozenset({"whitespace", "lenient", "max_depth"})),
         FrontEnd("regex", "regular expression", (), _regex_text, str, _regex_grammar, _regex_prompt,
                  frozenset({"max_depth"})),

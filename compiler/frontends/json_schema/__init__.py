@@ -26,9 +26,11 @@ from maskc.compiler.frontends.json_schema.base import (
     ptr,
 )
 from maskc.compiler.frontends.json_schema.combinators import CombinatorsMixin
+from maskc.compiler.frontends.json_schema.inputs import schema_from
 from maskc.compiler.frontends.json_schema.objects import ObjectsMixin
 from maskc.compiler.frontends.json_schema.refs import ANY_RULE, RefsMixin
 from maskc.compiler.frontends.json_schema.scalars import ScalarsMixin
+from maskc.compiler.frontends.json_schema.validate import check_schema
 from maskc.compiler.ir import NOTHING, Grammar, Node, alt, lit
 from maskc.compiler.options import CompileOptions
 
@@ -122,6 +124,10 @@ class SchemaCompiler(RefsMixin, CombinatorsMixin, ObjectsMixin, ArraysMixin, Sca
 def schema_to_ir(schema: JsonValue, options: CompileOptions) -> tuple[Grammar, list[dict[str, str]]]:
     """Compile a JSON Schema into a grammar.
 
+    ``schema`` may also be a wrapper that holds one (a tool definition, a pydantic model
+    class; see :func:`.inputs.schema_from`). It is first validated against its draft's
+    metaschema (see :mod:`.validate`).
+
     A schema without recursion gives a one-rule grammar without references (its
     ``body`` is a regular language); recursive ``$ref``s and free-form values give rules
     named by JSON pointer (``#/$defs/node``, ``#`` for the root, ``any``), suffixed
@@ -131,7 +137,8 @@ def schema_to_ir(schema: JsonValue, options: CompileOptions) -> tuple[Grammar, l
         The grammar and the list of keywords compiled without enforcement (lenient mode).
 
     Raises:
-        SchemaError: the schema is malformed (``pointer`` says where).
+        SchemaError: the schema is malformed or breaks its metaschema (``pointer`` says where).
+        TypeError: ``schema`` is neither JSON nor a pydantic type.
         UnsupportedKeyword: a keyword cannot be enforced and ``lenient`` is off.
         EmptyLanguage: no value satisfies the schema.
 
@@ -141,6 +148,8 @@ def schema_to_ir(schema: JsonValue, options: CompileOptions) -> tuple[Grammar, l
         >>> [name for name, _ in g.rules]
         ['#/$defs/n']
     """
+    schema = schema_from(schema)
+    check_schema(schema)
     sc = SchemaCompiler(schema, options)
     try:
         return sc.compile(), sc.not_enforced

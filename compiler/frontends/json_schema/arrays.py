@@ -2,13 +2,14 @@
 ``minItems``, ``maxItems``.
 
 A DFA counts items by copying the item's automaton once per position, so a large count
-of large items is refused (lenient: the bound is dropped and recorded). A recursive item
-is one call edge per position, so only the rest of the item is counted.
+of large items exceeds the state budget (:class:`StateLimitExceeded`, raised by
+``--max-states``; lenient: the bound is dropped and recorded). A recursive item is one
+call edge per position, so only the rest of the item is counted.
 """
 
 from __future__ import annotations
 
-from maskc.compiler.errors import EmptyLanguage, SchemaError
+from maskc.compiler.errors import EmptyLanguage, SchemaError, StateLimitExceeded
 from maskc.compiler.frontends.json_schema.base import Base, JsonValue
 from maskc.compiler.frontends.json_schema.base import ptr as _ptr
 from maskc.compiler.frontends.json_schema.refs import map_refs
@@ -38,13 +39,21 @@ class ArraysMixin(Base):
         counted = (hi if hi is not None else lo) - len(nodes)
         if counted > 1 and tail != NOTHING:
             # A DFA counts items by copying the item's automaton once per position.
-            size = _dfa_size(map_refs(tail, _call_edge) if self.recursive else tail, self.options.limits.max_states)
-            if size * counted > self.options.limits.max_states // 4:
+            max_states = self.options.limits.max_states
+            size = _dfa_size(map_refs(tail, _call_edge) if self.recursive else tail, max_states)
+            if size * counted > max_states // 4:
                 kw = "maxItems" if hi is not None else "minItems"
-                self.unsupported(
-                    kw, _ptr(pointer, kw),
-                    f"counting {counted} items of ~{size} states each needs ~{size * counted} states",
-                )
+                need = f"counting {counted} items of ~{size} states each needs ~{size * counted} states"
+                if not self.options.lenient:
+                    raise StateLimitExceeded(
+                        f"{kw} {hi if hi is not None else lo} counts items of ~{size} states each; the "
+                        f"repeat (at most a quarter of max_states {max_states})", limit=max_states // 4,
+                        got=size * counted, pointer=_ptr(pointer, kw),
+                        hint=f"a counted repeat may take a quarter of max_states ({max_states}): raise "
+                        f"--max-states to {4 * size * counted} or more, lower {kw}, or compile with "
+                        "--lenient to drop the bound (recorded as not enforced)",
+                    )
+                self.unsupported(kw, _ptr(pointer, kw), f"{need}, over a quarter of max_states ({max_states})")
                 if hi is not None:
                     hi = None
                 else:

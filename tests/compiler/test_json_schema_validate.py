@@ -1,0 +1,205 @@
+"""Schemas are checked before they compile: against their draft's metaschema, for nesting
+depth, and for the state budget of counted repeats."""
+
+from __future__ import annotations
+
+import json
+import socket
+from typing import Any
+
+import pytest
+
+import maskc
+from maskc.compiler.errors import SchemaError, StateLimitExceeded, UnsupportedKeyword
+from maskc.compiler.frontends.json_schema import schema_to_ir
+from maskc.compiler.frontends.json_schema.validate import MAX_SCHEMA_NESTING, check_schema
+from maskc.compiler.options import CompileOptions, Limits
+from maskc.compiler.pipeline import source_of
+from maskc.compiler.vocab import Vocabulary
+from tests.helpers import compact, schema_dfa
+
+# -- the metaschema ----------------------------------------------------------------------------
+
+NULL_KEYWORDS = [
+    ({"type": "string", "maxLength": None}, "/maxLength"),
+    ({"type": "string", "minLength": None}, "/minLength"),
+    ({"type": "number", "minimum": None}, "/minimum"),
+    ({"type": "string", "pattern": None}, "/pattern"),
+    ({"type": "string", "format": None}, "/format"),
+    ({"type": None}, "/type"),
+    ({"type": "array", "maxItems": None}, "/maxItems"),
+    ({"type": "array", "minItems": None}, "/minItems"),
+    ({"properties": {"a": {"type": "array", "items": {"maxLength": None}}}}, "/properties/a/items/maxLength"),
+]
+
+
+@pytest.mark.parametrize(("schema", "pointer"), NULL_KEYWORDS)
+def test_null_keyword_is_refused_with_its_pointer(schema: Any, pointer: str) -> None:
+    with pytest.raises(SchemaError) as e:
+        schema_to_ir(schema, CompileOptions())
+    assert not isinstance(e.value, UnsupportedKeyword)
+    assert e.value.pointer == pointer
+    assert "null" in e.value.reason and "draft 2020-12" in e.value.reason
+
+
+@pytest.mark.parametrize(("schema", "pointer", "words"), [
+    ({"properties": {"a": {"type": "strin"}}}, "/properties/a/type", "not a type name"),
+    ({"type": "string", "maxLength": -1}, "/maxLength", "minimum"),
+    ({"$schema": "http://json-schema.org/draft-07/schema#", "maxLength": 1.5}, "/maxLength", "draft 7"),
+    ({"required": "a"}, "/required", "array"),
+    ({"$schema": None}, "/$schema", "string"),
+])
+def test_metaschema_message_names_the_keyword_and_draft(schema: Any, pointer: str, words: str) -> None:
+    with pytest.raises(SchemaError) as e:
+        check_schema(schema)
+    assert e.value.pointer == pointer
+    assert words in e.value.reason
+
+
+def test_valid_schema_still_compiles_and_accepts_its_values() -> None:
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+              "properties": {"s": {"type": "string", "maxLength": 3, "pattern": "^[a-z]*$"},
+                             "n": {"type": "integer", "minimum": 0}}, "required": ["s", "n"]}
+    dfa = schema_dfa(schema)
+    assert dfa.accepts(compact({"s": "ab", "n": 3}))
+    assert not dfa.accepts(compact({"s": "abcd", "n": 3}))
+
+
+@pytest.mark.parametrize(("schema", "accepted", "rejected"), [
+    # draft 4, declared: exclusiveMinimum is a boolean there
+    ({"$schema": "http://json-schema.org/draft-04/schema#", "type": "number", "minimum": 0,
+      "exclusiveMinimum": True}, [1, 0.5], [0, -1]),
+    # undeclared, valid in draft 4 only: accepted, as most such schemas never say their draft
+    ({"type": "integer", "maximum": 10, "exclusiveMaximum": True}, [9], [10]),
+    # undeclared, draft 7's tuple form of items
+    ({"type": "array", "items": [{"type": "integer"}], "additionalItems": False}, [[1], []], [[1, 2]]),
+    ({"$schema": "http://json-schema.org/draft-07/schema", "type": "string", "maxLength": 1}, ["a"], ["ab"]),
+])
+def test_schemas_valid_in_their_own_draft_compile(schema: Any, accepted: list[Any], rejected: list[Any]) -> None:
+    dfa = schema_dfa(schema)
+    assert all(dfa.accepts(compact(v)) for v in accepted)
+    assert not any(dfa.accepts(compact(v)) for v in rejected)
+
+
+def test_draft_2020_12_declared_refuses_a_boolean_exclusive_minimum() -> None:
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "number", "minimum": 0,
+              "exclusiveMinimum": True}
+    with pytest.raises(SchemaError) as e:
+        schema_to_ir(schema, CompileOptions())
+    assert e.value.pointer == "/exclusiveMinimum"
+
+
+@pytest.mark.parametrize("uri", ["http://[bad", "", "https://example.com/my-dialect"])
+def test_unknown_schema_uri_falls_back_to_draft_2020_12(uri: str) -> None:
+    check_schema({"$schema": uri, "type": "string"})
+    with pytest.raises(SchemaError, match="draft 2020-12"):
+        check_schema({"$schema": uri, "type": "string", "maxLength": None})
+
+
+def test_pattern_is_not_judged_by_python_re() -> None:
+    # \p{L} is ECMA-262 (with the u flag), not Python re: the metaschema's "format": "regex"
+    # must stay an annotation
+    check_schema({"type": "string", "pattern": "^\\p{L}+$"})
+
+
+def test_metaschema_validation_makes_no_network_access(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("network access attempted")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    for schema in ({"$schema": "http://json-schema.org/draft-04/schema#", "type": "string"},
+                   {"$schema": "https://json-schema.org/draft/2019-09/schema", "type": "string"},
+                   {"$schema": "https://example.com/my-dialect", "type": "string"},
+                   {"$ref": "https://example.com/remote.json", "$defs": {"a": {"type": "string"}}},
+                   {"maxLength": None}):
+        try:
+            check_schema(schema)
+        except SchemaError:
+            pass
+
+
+# -- nesting -----------------------------------------------------------------------------------
+
+
+def _items_nest(n: int) -> Any:
+    s: Any = {"type": "string"}
+    for _ in range(n):
+        s = {"type": "array", "items": s}
+    return s
+
+
+def _properties_nest(n: int, leaf: Any = "string") -> Any:
+    s: Any = {"type": leaf}
+    for _ in range(n):
+        s = {"type": "object", "properties": {"x": s}, "required": ["x"]}
+    return s
+
+
+@pytest.mark.parametrize(("schema", "step"), [(_items_nest(300), "/items"), (_properties_nest(300), "/properties/x")])
+def test_deep_nesting_is_a_schema_error_with_its_pointer(schema: Any, step: str) -> None:
+    with pytest.raises(SchemaError) as e:
+        schema_to_ir(schema, CompileOptions())
+    assert f"deeper than {MAX_SCHEMA_NESTING} levels" in e.value.reason
+    assert e.value.pointer.startswith(step * 3)
+    # the canonical source (the artifact's grammar identity) refuses it the same way,
+    # rather than with orjson's recursion limit
+    with pytest.raises(SchemaError, match="deeper than"):
+        source_of("json_schema", schema)
+
+
+def test_nesting_at_the_limit_compiles() -> None:
+    # n nested objects put the innermost schema at level 2n + 1 and its "type" list one below
+    n = (MAX_SCHEMA_NESTING - 2) // 2
+    schema = _properties_nest(n, ["string"])
+    value: Any = "a"
+    for _ in range(n):
+        value = {"x": value}
+    assert schema_dfa(schema).accepts(compact(value))
+    with pytest.raises(SchemaError, match="deeper than"):
+        check_schema({"wrapped": schema})
+
+
+# -- the state budget of counted repeats -------------------------------------------------------
+
+_ITEM = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 20}, "b": {"type": "integer"}},
+         "required": ["a", "b"]}
+
+
+def test_counted_max_items_over_budget_is_a_state_limit_with_numbers() -> None:
+    schema = {"type": "array", "items": _ITEM, "maxItems": 10}
+    with pytest.raises(StateLimitExceeded) as e:
+        schema_to_ir(schema, CompileOptions(limits=Limits(max_states=4000)))
+    assert not isinstance(e.value, UnsupportedKeyword)
+    assert e.value.pointer == "/maxItems"
+    assert e.value.limit == 1000 and e.value.got is not None and e.value.got > 1000
+    assert "maxItems 10" in e.value.message and "--max-states" in (e.value.hint or "")
+    # a larger budget compiles it, and lenient mode drops the bound and records it
+    schema_to_ir(schema, CompileOptions(limits=Limits(max_states=50_000)))
+    _, dropped = schema_to_ir(schema, CompileOptions(lenient=True, limits=Limits(max_states=4000)))
+    assert [d["keyword"] for d in dropped] == ["maxItems"]
+
+
+def test_limits_are_part_of_the_options_and_the_artifact(byte_vocab: Vocabulary) -> None:
+    small = maskc.Limits(max_states=5000, max_seconds=60)
+    art = maskc.compile_json_schema({"type": "boolean"}, byte_vocab,
+                                    options=maskc.CompileOptions(limits=small))
+    assert art.options["limits"]["max_states"] == 5000
+    assert art.options["limits"]["max_seconds"] == 60.0
+    assert CompileOptions(limits=small).canonical_json() != CompileOptions().canonical_json()
+    json.dumps(art.options)
+
+
+@pytest.mark.parametrize("bad", [dict(max_states=0), dict(max_seconds=-1.0), dict(max_seconds=float("inf")),
+                                 dict(max_states=True)])
+def test_limits_refuse_non_positive_values(bad: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        Limits(**bad)
+
+
+def test_scaled_limits_grow_the_nfa_bound_with_max_states() -> None:
+    assert Limits.scaled() == Limits()
+    big = Limits.scaled(max_states=1_000_000, max_seconds=10)
+    assert big.max_nfa_states == 10_000_000 and big.max_seconds == 10
+    assert Limits.scaled(max_states=100).max_nfa_states == Limits().max_nfa_states
