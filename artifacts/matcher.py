@@ -1,12 +1,17 @@
 """The runtime matcher: a DFA state stack driven token by token.
 
 Error policy: the matcher never raises on model behaviour. ``accept_token`` returns False
-for a token the grammar rejects and leaves the state unchanged; only API misuse (a bitmask
-of the wrong shape, a negative rollback) raises.
+for a token the grammar rejects (any id in ``[0, vocab_size)``: special, padding or not
+allowed here) and leaves the state unchanged. API misuse raises ``TypeError`` (a wrong
+type or dtype) or ``ValueError`` (a wrong shape, a non-contiguous bitmask, an index, id or
+rollback count out of range), saying what was expected and what came; the checks are here,
+shared by :class:`Matcher` and :class:`~maskc.artifacts.pushdown.PushdownMatcher`.
 """
 
 from __future__ import annotations
 
+import operator
+import sys
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -18,7 +23,8 @@ if TYPE_CHECKING:
     from maskc.artifacts.artifact import Artifact
     from maskc.compiler.vocab import Vocabulary
 
-__all__ = ["Matcher", "attached_vocab", "check_bitmask", "whole_chars"]
+__all__ = ["Matcher", "attached_vocab", "check_bitmask", "check_rollback", "check_token_id", "grammar_tag",
+           "string_bytes", "whole_chars"]
 
 _TERMINATED = -2
 
@@ -34,15 +40,100 @@ def attached_vocab(artifact: Artifact) -> Vocabulary:
     return vocab
 
 
+_ALLOCATE = ("allocate it with maskc.allocate_token_bitmask(batch, artifact.vocab_size) (torch) or "
+             "maskc.allocate_bitmask_np(batch, artifact.vocab_size) (numpy)")
+
+
+def _is_tensor(x: object) -> bool:
+    """Whether ``x`` is a torch tensor, without importing torch."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
 def check_bitmask(bitmask: Any, vocab_size: int, index: int) -> int:
-    """Validate an int32 ``[batch, ceil(V/32)]`` bitmask and a row index; the words per row."""
+    """Validate an int32 ``[batch, ceil(V/32)]`` bitmask and a row index; the words per row.
+
+    Raises:
+        TypeError: not a numpy array or torch tensor, a dtype other than int32, a non-integer
+            ``index``.
+        ValueError: another shape, a non-contiguous or read-only array, ``index`` out of range.
+    """
     words = bitmask_words(vocab_size)
+    if isinstance(bitmask, np.ndarray):
+        dtype_ok = bitmask.dtype == np.int32
+        contiguous = bool(bitmask.flags.c_contiguous)
+        writeable = bool(bitmask.flags.writeable)
+    elif _is_tensor(bitmask):
+        dtype_ok = str(bitmask.dtype) == "torch.int32"
+        contiguous = bool(bitmask.is_contiguous())
+        writeable = True
+    else:
+        raise TypeError(f"bitmask must be a numpy array or a torch tensor of dtype int32, got "
+                        f"{type(bitmask).__name__}; {_ALLOCATE}")
+    if not dtype_ok:
+        raise TypeError(f"bitmask must have dtype int32, got {bitmask.dtype} (32 token bits per word); {_ALLOCATE}")
     shape = tuple(bitmask.shape)
     if len(shape) != 2 or shape[1] != words:
-        raise ValueError(f"bitmask must have shape [batch, {words}], got {list(shape)}")
+        raise ValueError(f"bitmask must have shape [batch, {words}] (ceil(vocab_size / 32) words for vocab_size "
+                         f"{vocab_size}), got {list(shape)}; {_ALLOCATE}")
+    if not contiguous:
+        raise ValueError(f"bitmask must be contiguous (row-major, as allocated), got a strided view of shape "
+                         f"{list(shape)}; fill a contiguous bitmask and pass that same object to "
+                         "apply_token_bitmask_inplace")
+    if not writeable:
+        raise ValueError("bitmask is read-only; fill a writeable array")
+    if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
+        raise TypeError(f"index must be an int, got {type(index).__name__}")
     if not 0 <= index < shape[0]:
-        raise ValueError(f"index {index} out of range for batch {shape[0]}")
+        raise ValueError(f"index must lie in [0, {shape[0]}) (the bitmask's batch), got {index}")
     return words
+
+
+def check_token_id(token_id: object, vocab_size: int) -> int:
+    """``token_id`` as an int in ``[0, vocab_size)``, or a TypeError/ValueError (API misuse).
+
+    Any integer (``int``, numpy integer, a one-element integer torch tensor) is taken; ids
+    in range that the grammar or the tokenizer does not allow are the matcher's business
+    (``accept_token`` returns False), not errors.
+    """
+    if type(token_id) is int:
+        t = token_id
+    else:
+        if isinstance(token_id, (bool, np.bool_)):
+            raise TypeError(f"token_id must be an int, got {type(token_id).__name__}")
+        try:
+            t = operator.index(token_id)  # type: ignore[arg-type]
+        except TypeError:
+            raise TypeError(f"token_id must be an int, got {type(token_id).__name__} {token_id!r:.40}") from None
+    if not 0 <= t < vocab_size:
+        raise ValueError(f"token_id must lie in [0, {vocab_size}) (the artifact's vocab_size), got {t}")
+    return t
+
+
+def check_rollback(num_tokens: object, accepted: int) -> int:
+    """``num_tokens`` as an int in ``[0, accepted]``, or a TypeError/ValueError."""
+    if isinstance(num_tokens, (bool, np.bool_)) or not isinstance(num_tokens, (int, np.integer)):
+        raise TypeError(f"num_tokens must be an int, got {type(num_tokens).__name__}")
+    n = int(num_tokens)
+    if not 0 <= n <= accepted:
+        raise ValueError(f"can roll back 0..{accepted} tokens (the tokens accepted since the start or the "
+                         f"last reset), got {n}")
+    return n
+
+
+def string_bytes(text: object) -> bytes:
+    """``text`` as bytes (UTF-8 for a str), or a TypeError."""
+    if isinstance(text, str):
+        return text.encode()
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        return bytes(text)
+    raise TypeError(f"text must be a str or bytes, got {type(text).__name__}")
+
+
+def grammar_tag(artifact: Artifact) -> str:
+    """``kind:sha-prefix`` of an artifact's grammar, for reprs."""
+    meta = artifact.metadata
+    return f"{meta.get('grammar_kind', '?')}:{meta.get('grammar_sha256', '?')[:12]}"
 
 
 def whole_chars(data: bytes) -> str:
@@ -64,8 +155,15 @@ class Matcher:
         self._tokens = vocab.token_bytes
         self._eos = frozenset(artifact.eos_token_ids)
         self._special = vocab.special_ids
+        self._vocab_size = artifact.vocab_size
         self._stack: list[int] = [0]
         self._step_cache: dict[tuple[int, int], int] = artifact._step_cache
+
+    def __repr__(self) -> str:
+        s = self._stack[-1]
+        state = "-" if s == _TERMINATED else str(s)
+        return (f"<Matcher {grammar_tag(self.artifact)} state={state} accepted={self.num_accepted} "
+                f"terminated={self.is_terminated()} can_terminate={self.can_terminate()}>")
 
     # -- state ------------------------------------------------------------------------------
 
@@ -90,11 +188,15 @@ class Matcher:
         self._stack = [0]
 
     def rollback(self, num_tokens: int = 1) -> None:
-        """Undo the last ``num_tokens`` accepted tokens."""
-        if num_tokens < 0 or num_tokens > self.num_accepted:
-            raise ValueError(f"can roll back 0..{self.num_accepted} tokens, got {num_tokens}")
-        if num_tokens:
-            del self._stack[-num_tokens:]
+        """Undo the last ``num_tokens`` accepted tokens.
+
+        Raises:
+            TypeError: ``num_tokens`` is not an int. ValueError: negative, or more than
+            :attr:`num_accepted`.
+        """
+        n = check_rollback(num_tokens, self.num_accepted)
+        if n:
+            del self._stack[-n:]
 
     # -- stepping ---------------------------------------------------------------------------
 
@@ -108,17 +210,25 @@ class Matcher:
         return nxt
 
     def accept_token(self, token_id: int) -> bool:
-        """Advance by one token; False (state unchanged) if the grammar rejects it."""
+        """Advance by one token; False (state unchanged) if the grammar rejects it.
+
+        Any id in ``[0, vocab_size)`` is model behaviour: a special, padding or disallowed id
+        returns False, as does every token once terminated.
+
+        Raises:
+            TypeError: ``token_id`` is not an integer. ValueError: outside ``[0, vocab_size)``.
+        """
+        t = token_id if type(token_id) is int and 0 <= token_id < self._vocab_size else (
+            check_token_id(token_id, self._vocab_size))
         s = self._stack[-1]
-        if s == _TERMINATED or not isinstance(token_id, (int, np.integer)):
+        if s == _TERMINATED:
             return False
-        t = int(token_id)
         if t in self._eos:
             if self.artifact.dfa.accepting[s]:
                 self._stack.append(_TERMINATED)
                 return True
             return False
-        if t < 0 or t >= len(self._tokens) or t in self._special:
+        if t >= len(self._tokens) or t in self._special:
             return False
         nxt = self._next(s, t)
         if nxt < 0:
@@ -128,7 +238,7 @@ class Matcher:
 
     def accept_string(self, text: str | bytes) -> bool:
         """Advance by raw bytes (not tokens); False (state unchanged) if rejected. Not undoable by rollback."""
-        data = text.encode() if isinstance(text, str) else text
+        data = string_bytes(text)
         s = self._stack[-1]
         if s == _TERMINATED:
             return False
@@ -147,8 +257,13 @@ class Matcher:
     def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> None:
         """Write the allowed set into row ``index`` of an int32 ``[batch, ceil(V/32)]`` bitmask.
 
-        ``bitmask`` is a numpy array or a torch tensor (CPU or CUDA). Once terminated, no
-        token is allowed.
+        ``bitmask`` is a numpy array or a torch tensor (CPU or CUDA), contiguous, with exactly
+        ``ceil(artifact.vocab_size / 32)`` words per row. Once terminated, no token is allowed.
+
+        Raises:
+            TypeError: not a numpy array or torch tensor, not int32, a non-integer ``index``.
+            ValueError: another shape, a non-contiguous or read-only bitmask, ``index`` outside
+            the batch.
         """
         words = check_bitmask(bitmask, self.artifact.vocab_size, index)
         s = self._stack[-1]

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from maskc.artifacts.matcher import attached_vocab, check_bitmask, whole_chars
+from maskc.artifacts.matcher import (attached_vocab, check_bitmask, check_rollback, check_token_id, grammar_tag,
+                                     string_bytes, whole_chars)
 from maskc.compiler.maskstore import bitmask_words, unpack_bool
 
 if TYPE_CHECKING:
@@ -368,8 +369,15 @@ class PushdownMatcher:
         self._eos = frozenset(artifact.eos_token_ids)
         self._special = vocab.special_ids
         self._tokens = vocab.token_bytes
+        self._vocab_size = artifact.vocab_size
         self._history: list[Config] = [((0,),)]
         self._forced: dict[Config, bytes] = {}
+
+    def __repr__(self) -> str:
+        c = self._history[-1]
+        where = f"state={c[0][-1]} depth={self.depth} stacks={len(c)}" if c else "state=- depth=0"
+        return (f"<PushdownMatcher {grammar_tag(self.artifact)} {where} accepted={self.num_accepted} "
+                f"terminated={self.is_terminated()} can_terminate={self.can_terminate()}>")
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -404,26 +412,28 @@ class PushdownMatcher:
         self._history = [((0,),)]
 
     def rollback(self, num_tokens: int = 1) -> None:
-        """Undo the last ``num_tokens`` accepted tokens (the stacks come back too)."""
-        if num_tokens < 0 or num_tokens > self.num_accepted:
-            raise ValueError(f"can roll back 0..{self.num_accepted} tokens, got {num_tokens}")
-        if num_tokens:
-            del self._history[-num_tokens:]
+        """Undo the last ``num_tokens`` accepted tokens (the stacks come back too); raises as
+        :meth:`~maskc.artifacts.matcher.Matcher.rollback`."""
+        n = check_rollback(num_tokens, self.num_accepted)
+        if n:
+            del self._history[-n:]
 
     # -- stepping -------------------------------------------------------------------------------
 
     def accept_token(self, token_id: int) -> bool:
-        """Advance by one token; False (state unchanged) if the grammar rejects it."""
+        """Advance by one token; False (state unchanged) if the grammar rejects it. Raises
+        TypeError (not an integer) or ValueError (outside ``[0, vocab_size)``) on misuse."""
+        t = token_id if type(token_id) is int and 0 <= token_id < self._vocab_size else (
+            check_token_id(token_id, self._vocab_size))
         c = self._history[-1]
-        if not c or not isinstance(token_id, (int, np.integer)):
+        if not c:
             return False
-        t = int(token_id)
         if t in self._eos:
             if self._rt.can_end(c):
                 self._history.append(_TERMINATED)
                 return True
             return False
-        if t < 0 or t >= len(self._tokens) or t in self._special or not self._tokens[t]:
+        if t >= len(self._tokens) or t in self._special or not self._tokens[t]:
             return False
         nxt = self._rt.advance(c, self._tokens[t], t)
         if not nxt:
@@ -433,7 +443,7 @@ class PushdownMatcher:
 
     def accept_string(self, text: str | bytes) -> bool:
         """Advance by raw bytes; False (state unchanged) if rejected. Not undoable by rollback."""
-        data = text.encode() if isinstance(text, str) else text
+        data = string_bytes(text)
         c = self._history[-1]
         if not c:
             return False
@@ -451,7 +461,8 @@ class PushdownMatcher:
         return np.flatnonzero(unpack_bool(row, self.artifact.vocab_size))
 
     def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> None:
-        """Write the allowed set into row ``index`` of an int32 ``[batch, ceil(V/32)]`` bitmask."""
+        """Write the allowed set into row ``index`` of an int32 ``[batch, ceil(V/32)]`` bitmask;
+        raises as :meth:`~maskc.artifacts.matcher.Matcher.fill_next_token_bitmask`."""
         words = check_bitmask(bitmask, self.artifact.vocab_size, index)
         c = self._history[-1]
         row = self._rt.mask(c)[0] if c else np.zeros(words, dtype=np.int32)

@@ -86,11 +86,13 @@ def allocate_token_bitmask(batch_size: int, vocab_size: int) -> Any:
     return f(batch_size, vocab_size)
 
 
-def apply_token_bitmask_inplace(logits: Any, bitmask: Any, indices: list[int] | None = None) -> None:
-    """Set disallowed logits to -inf in place (torch, CPU or CUDA)."""
+def apply_token_bitmask_inplace(logits: Any, bitmask: Any, indices: list[int] | None = None, *,
+                                vocab_size: int | None = None) -> None:
+    """Set disallowed logits to -inf in place (torch, CPU or CUDA); pass the artifact's
+    ``vocab_size`` to refuse logits narrower than the vocabulary (see ``maskc.artifacts.torch``)."""
     from maskc.artifacts.torch import apply_token_bitmask_inplace as f
 
-    f(logits, bitmask, indices)
+    f(logits, bitmask, indices, vocab_size=vocab_size)
 
 
 def __getattr__(name: str) -> Any:
