@@ -11,6 +11,9 @@ __all__ = ["bitmask_shape", "allocate_bitmask_np", "unpack_bitmask"]
 
 
 def bitmask_shape(batch: int, vocab_size: int) -> tuple[int, int]:
+    for name, value in (("batch", batch), ("vocab_size", vocab_size)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     if batch < 1 or vocab_size < 1:
         raise ValueError(f"batch and vocab_size must be positive, got {batch}, {vocab_size}")
     return batch, bitmask_words(vocab_size)

@@ -35,6 +35,7 @@ from maskc.compiler.errors import (
     TokenizerError,
     TokenizerMismatch,
     UnsupportedKeyword,
+    UnspellableGrammar,
 )
 from maskc.compiler.options import CompileOptions, Limits
 from maskc.compiler.tokenizer import load_tokenizer
@@ -68,6 +69,7 @@ __all__ = [
     "RegexSyntaxError",
     "UnsupportedRegex",
     "EmptyLanguage",
+    "UnspellableGrammar",
     "GrammarError",
     "GrammarSyntaxError",
     "LimitExceeded",

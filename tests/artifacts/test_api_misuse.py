@@ -339,3 +339,14 @@ def test_pushdown_matcher_repr_shows_depth(pda_art: maskc.Artifact, paren_vocab:
     assert text.startswith("<PushdownMatcher gbnf:") and f"depth={m.depth}" in text and m.depth >= 3
     assert f"state={m.state}" in text and "accepted=2" in text and "terminated=False" in text
     assert len(text) < 200
+
+
+@pytest.mark.parametrize("args", [(1.0, 40), (1, "40"), (True, 40), (1, None)])
+def test_allocate_bitmask_np_refuses_non_ints(args: tuple[object, object]) -> None:
+    with pytest.raises(TypeError, match="must be an int"):
+        maskc.allocate_bitmask_np(*args)  # type: ignore[arg-type]
+
+
+def test_allocate_bitmask_np_refuses_non_positive_sizes() -> None:
+    with pytest.raises(ValueError, match="positive"):
+        maskc.allocate_bitmask_np(0, 40)
