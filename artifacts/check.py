@@ -10,6 +10,7 @@ token budget) and the proof that whole tokens can always reach EOS.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,11 +32,13 @@ __all__ = [
     "CheckReport",
     "Judge",
     "ModeReport",
+    "StepTimes",
     "Verdict",
     "default_prompt",
     "count_text",
     "resolve_budget",
     "run_check",
+    "step_times",
 ]
 
 AUTO_TOKEN_CAP = 4096
@@ -161,6 +164,38 @@ class Judge:
         return v
 
 
+@dataclass(frozen=True, slots=True)
+class StepTimes:
+    """A distribution of durations, in milliseconds: its size, median and 90th percentile."""
+
+    count: int
+    median_ms: float
+    p90_ms: float
+
+    def to_json(self) -> dict[str, float | int]:
+        return {"count": self.count, "median": self.median_ms, "p90": self.p90_ms}
+
+
+def step_times(seconds: Sequence[float]) -> StepTimes | None:
+    """The median and the 90th percentile (nearest rank: the smallest time that at least 90 %
+    of the steps do not exceed) of ``seconds``, in milliseconds; None when empty.
+
+    Medians, not means: the first steps pay warm-up (lazy tables, kernel launches) and one
+    slow step would otherwise speak for all of them. Pass decode steps only; the prefill is
+    reported apart.
+    """
+    if not seconds:
+        return None
+    ordered = sorted(seconds)
+    rank = math.ceil(0.9 * len(ordered))
+    return StepTimes(len(ordered), 1e3 * float(np.median(ordered)), 1e3 * ordered[rank - 1])
+
+
+def _times_json(seconds: Sequence[float]) -> dict[str, float | int] | None:
+    t = step_times(seconds)
+    return None if t is None else t.to_json()
+
+
 @dataclass(slots=True)
 class ModeReport:
     """The outputs of one decoding mode, judged and timed."""
@@ -173,6 +208,9 @@ class ModeReport:
     wall_seconds: float
     forced_bytes: int
     output_bytes: int
+    prefill_seconds: list[float] = field(default_factory=list)  # one per batch
+    model_step_seconds: list[float] = field(default_factory=list)  # decode steps, prefill apart
+    mask_step_seconds: list[float] = field(default_factory=list)  # empty when unconstrained
 
     @property
     def n(self) -> int:
@@ -205,8 +243,15 @@ class ModeReport:
             "tokens_mean": float(np.mean(toks)) if toks else 0.0,
             "tokens_max": max(toks, default=0),
             "tokens_per_second": sum(toks) / self.wall_seconds if self.wall_seconds else 0.0,
+            # means over all steps, the model's including the prefill: kept for old readers;
+            # ``timing`` holds the per-step medians
             "mask_ms_per_step": 1e3 * self.mask_seconds / self.steps if self.steps else 0.0,
             "model_ms_per_step": 1e3 * self.model_seconds / self.steps if self.steps else 0.0,
+            "timing": {
+                "mask_ms": _times_json(self.mask_step_seconds),
+                "model_ms": _times_json(self.model_step_seconds),
+                "prefill_ms": _times_json(self.prefill_seconds),
+            },
             "forced_byte_share": self.forced_bytes / self.output_bytes if self.output_bytes else 0.0,
             "samples": [v.to_json() for v in vs],
         }
@@ -223,6 +268,8 @@ class CheckReport:
     modes: list[ModeReport]
     prompts: list[str]
     baseline_budget: int | None = None
+    rendered_prompts: list[str] = field(default_factory=list)  # what the model read (chat template)
+    prompt_tokens: list[int] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -248,6 +295,8 @@ class CheckReport:
                     "text": vocab.decode(r.counterexample).decode("utf-8", "replace")},
             },
             "prompts": self.prompts,
+            "rendered_prompts": self.rendered_prompts,
+            "prompt_tokens": self.prompt_tokens,
             "modes": {m.mode: m.to_json() for m in self.modes},
         }
 
@@ -284,7 +333,9 @@ def _run_mode(
     out_bytes = sum(len(vocab.decode([t for t in o.tokens if t not in eos])) for o in outputs)
     return ModeReport(mode, verdicts, sum(r.steps for r in runs), sum(r.model_seconds for r in runs),
                       sum(r.mask_seconds for r in runs), sum(r.wall_seconds for r in runs),
-                      sum(o.forced_bytes for o in outputs), out_bytes)
+                      sum(o.forced_bytes for o in outputs), out_bytes,
+                      [r.prefill_seconds for r in runs], [t for r in runs for t in r.model_step_seconds],
+                      [t for r in runs for t in r.mask_step_seconds])
 
 
 def run_check(
@@ -341,5 +392,6 @@ def run_check(
                                batch=batch, temperature=temperature, seed=seed,
                                adversary=adversary if mode == "adversarial" else None, judge=judge,
                                progress=tick))
+    rendered = [vocab.decode(p, skip_special=False).decode("utf-8", "replace") for p in ids]
     return CheckReport(budget, reason, bound, reach, modes, list(prompts),
-                       (baseline_tokens or budget) if baseline else None)
+                       (baseline_tokens or budget) if baseline else None, rendered, [len(p) for p in ids])

@@ -97,13 +97,23 @@ class Output:
 
 @dataclass(slots=True)
 class DecodeRun:
-    """Outputs plus where the time went."""
+    """Outputs plus where the time went.
+
+    ``model_seconds`` and ``mask_seconds`` are totals (the model's includes the prefill).
+    The per-step lists time each decode step of the whole batch, apart from the prefill:
+    ``model_step_seconds`` one entry per model call after ``start`` (``step``),
+    ``mask_step_seconds`` one per step under a mask (empty when unconstrained), and
+    ``prefill_seconds`` the ``start`` call that runs the prompts.
+    """
 
     outputs: list[Output]
     steps: int
     model_seconds: float
     mask_seconds: float
     wall_seconds: float
+    prefill_seconds: float = 0.0
+    model_step_seconds: list[float] = field(default_factory=list)
+    mask_step_seconds: list[float] = field(default_factory=list)
 
 
 def _position(m: Matcher | PushdownMatcher) -> int | Config:
@@ -161,12 +171,15 @@ def decode(
     logits = source.start(prompts)
     device = logits.device
     _sync(device)
-    model_s = time.perf_counter() - t0
+    prefill_s = model_s = time.perf_counter() - t0
     mask_s = 0.0
+    model_steps: list[float] = []
+    mask_steps: list[float] = []
     bitmask = allocate_token_bitmask(batch, artifact.vocab_size) if artifact is not None else None
     steps = 0
     while live and steps < max_tokens:
         steps += 1
+        step_mask = 0.0
         raw = logits.float()
         picks = torch.full((len(rows),), eos_fill, dtype=torch.long)
         t0 = time.perf_counter()
@@ -180,7 +193,7 @@ def decode(
             masked = raw.clone()
             apply_token_bitmask_inplace(masked, bitmask[: len(rows)])
             _sync(device)
-            mask_s += time.perf_counter() - t0
+            step_mask = time.perf_counter() - t0
         else:
             masked = raw
         host = masked.cpu()
@@ -226,7 +239,9 @@ def decode(
             picks[p] = tok
             still.append(p)
         if artifact is not None:
-            mask_s += time.perf_counter() - t0
+            step_mask += time.perf_counter() - t0
+            mask_s += step_mask
+            mask_steps.append(step_mask)
         if not still or steps >= max_tokens:
             break
         t0 = time.perf_counter()
@@ -237,5 +252,7 @@ def decode(
             live = still
         logits = source.step(picks.to(device))
         _sync(device)
-        model_s += time.perf_counter() - t0
-    return DecodeRun(outputs, steps, model_s, mask_s, time.perf_counter() - wall0)
+        model_steps.append(time.perf_counter() - t0)
+        model_s += model_steps[-1]
+    return DecodeRun(outputs, steps, model_s, mask_s, time.perf_counter() - wall0, prefill_s, model_steps,
+                     mask_steps)

@@ -8,14 +8,17 @@ dtype follows the device (float32 on CPU, bfloat16 on GPUs that support it, else
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib
 import inspect
 import json
 import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -177,6 +180,37 @@ def quiet_transformers() -> None:
     tf.utils.logging.set_verbosity_error()
 
 
+@contextmanager
+def _loading_bars(show: bool) -> Iterator[None]:
+    """Let the bars drawn while a model loads through, or silence them for the block.
+
+    transformers converts GGUF tensors under a bare ``tqdm`` that its own progress switch
+    does not reach, so its module-level ``tqdm`` is swapped for a disabled one; the hub's
+    download bars have a switch of their own.
+    """
+    if show:
+        yield
+        return
+    try:
+        gguf_utils: Any = importlib.import_module("transformers.modeling_gguf_pytorch_utils")
+    except ImportError:  # pragma: no cover - a transformers without GGUF support
+        gguf_utils = None
+    bar = getattr(gguf_utils, "tqdm", None)
+    if bar is not None:
+        gguf_utils.tqdm = functools.partial(bar, disable=True)
+    hub: Any = importlib.import_module("huggingface_hub.utils")
+    hub_was_on = not hub.are_progress_bars_disabled()
+    if hub_was_on:
+        hub.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if bar is not None:
+            gguf_utils.tqdm = bar
+        if hub_was_on:
+            hub.enable_progress_bars()
+
+
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as f:
@@ -202,14 +236,16 @@ def _cache_folder(gguf: Path, digest: str) -> Path:
     return model_cache_root() / f"{digest[:24]}-{gguf.stem}"
 
 
-def _dequantize(gguf: Path, dest: Path, digest: str) -> None:
+def _dequantize(gguf: Path, dest: Path, digest: str, *, progress: bool = False) -> None:
     """Load a GGUF file through transformers and save its weights as safetensors in ``dest``."""
     tf = _transformers()
     from safetensors.torch import save_model
 
     try:
-        model = tf.AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
-        tok = tf.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        with _loading_bars(progress):
+            model = tf.AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
+                                                            dtype=torch.float32)
+            tok = tf.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     except ImportError as e:
         raise ModelError(f"reading {gguf.name} needs a package that is missing: {e}",
                          hint="pip install gguf accelerate") from e
@@ -237,7 +273,8 @@ def _dequantize(gguf: Path, dest: Path, digest: str) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def load_model(spec: str, *, device: str = "auto", tokenizer: Vocabulary | None = None) -> LoadedModel:
+def load_model(spec: str, *, device: str = "auto", tokenizer: Vocabulary | None = None,
+               progress: bool = False) -> LoadedModel:
     """Load a causal LM by spec; see the module docstring for the forms a spec takes.
 
     Args:
@@ -245,6 +282,8 @@ def load_model(spec: str, *, device: str = "auto", tokenizer: Vocabulary | None 
             config.json), or hub id.
         device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
         tokenizer: The maskc vocabulary to use; default: loaded from ``spec`` itself.
+        progress: Let the GGUF dequantization and hub download bars draw on stderr (the
+            CLI asks for them only for a human on a terminal).
 
     Raises:
         ModelError: The spec cannot be loaded.
@@ -267,7 +306,7 @@ def load_model(spec: str, *, device: str = "auto", tokenizer: Vocabulary | None 
         folder = _cache_folder(gguf, digest)
         how = "gguf (cache hit)"
         if not (folder / _MARKER).exists():
-            _dequantize(gguf, folder, digest)
+            _dequantize(gguf, folder, digest, progress=progress)
             how = "gguf (dequantized, cached)"
         if not (folder / _MARKER).exists():  # cache not writable: load straight from the file
             load_from, kwargs = str(gguf.parent), {"gguf_file": gguf.name}
@@ -279,8 +318,9 @@ def load_model(spec: str, *, device: str = "auto", tokenizer: Vocabulary | None 
     else:
         load_from, kwargs, how = spec, {}, "hub"
     try:
-        model = tf.AutoModelForCausalLM.from_pretrained(load_from, dtype=dtype, **kwargs)
-        hf_tok = tf.AutoTokenizer.from_pretrained(load_from, **kwargs)
+        with _loading_bars(progress):
+            model = tf.AutoModelForCausalLM.from_pretrained(load_from, dtype=dtype, **kwargs)
+            hf_tok = tf.AutoTokenizer.from_pretrained(load_from, **kwargs)
     except (OSError, ValueError, KeyError) as e:
         hint = ("a hub id needs a network and huggingface access" if how == "hub"
                 else "the folder needs config.json, weights and a tokenizer")

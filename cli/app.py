@@ -6,8 +6,11 @@ traceback behind an error.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
+from maskc.cli.command import MaskcCommand, MaskcGroup
 from maskc.cli.commands import cache, check, compile, inspect, trace
 from maskc.cli.errors import EXIT_INTERNAL, report
 
@@ -15,6 +18,7 @@ __all__ = ["app", "main"]
 
 app = typer.Typer(
     name="maskc",
+    cls=MaskcGroup,
     no_args_is_help=True,
     rich_markup_mode="rich",
     pretty_exceptions_enable=False,
@@ -23,11 +27,28 @@ app = typer.Typer(
     epilog="Set MASKC_DEBUG=1 for tracebacks. Exit codes: 0 ok, 1 compile failures or a "
     "failed check/trace, 2 bad invocation or input, 3 internal error.",
 )
-app.command("compile", epilog=compile.EPILOG)(compile.compile_command)
-app.command("inspect", epilog=inspect.EPILOG)(inspect.inspect_command)
-app.command("check", epilog=check.EPILOG)(check.check_command)
-app.command("trace", epilog=trace.EPILOG)(trace.trace_command)
+app.command("compile", cls=MaskcCommand, epilog=compile.EPILOG)(compile.compile_command)
+app.command("inspect", cls=MaskcCommand, epilog=inspect.EPILOG)(inspect.inspect_command)
+app.command("check", cls=MaskcCommand, epilog=check.EPILOG)(check.check_command)
+app.command("trace", cls=MaskcCommand, epilog=trace.EPILOG)(trace.trace_command)
 app.add_typer(cache.cache_app)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        import maskc
+
+        typer.echo(f"maskc {maskc.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=_print_version,
+        help="Print the version of maskc and exit.")] = False,
+) -> None:
+    """The options of ``maskc`` itself (the commands' options follow their names)."""
 
 
 def main() -> None:

@@ -12,9 +12,10 @@ from typing import Any
 
 import orjson
 from rich import box
+from rich.cells import cell_len, set_cell_size
 from rich.measure import Measurement
 from rich.table import Table
-from rich.text import Text
+from rich.text import Span, Text
 
 from maskc.cli.output import Output, human_bytes
 
@@ -162,25 +163,121 @@ def _choice(c: dict[str, Any] | None, with_logit: bool = True) -> Text:
     return t
 
 
+_TRACE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("step", "right"), ("state", "right"), ("depth", "right"), ("allowed", "right"), ("top allowed", "fold"),
+    ("picked", "left"), ("vetoed (model preferred)", "left"), ("forced", "fold"),
+)
+_RICH_TABLE_ROWS = 300  # past this, plain columns: a Rich table costs about a millisecond a row
+_PLAIN_CHUNK = 1000  # rows printed at once in plain columns
+
+
+def _trace_cells(r: dict[str, Any]) -> list[Text]:
+    top = Text(", ").join(_choice(c) for c in r["top"])
+    if r["allowed"] > len(r["top"]):
+        top.append(f", … {r['allowed'] - len(r['top']):,} more", style="dim")
+    picked = _choice(r["picked"])
+    if not r["accepted"]:
+        picked.stylize("bold red")
+        picked.append(" ✗ rejected", style="bold red")
+    return [Text(str(r["step"])), Text(str(r["state"])), Text(str(r["depth"])), Text(f"{r['allowed']:,}"),
+            top, picked, _choice(r["vetoed"]), Text(show_token(r["forced"]))]
+
+
+Cell = tuple[str, list[tuple[int, int, str]]]  # plain text and its (start, end, style) spans
+
+
+def _choice_cell(c: dict[str, Any] | None) -> Cell:
+    if c is None:
+        return "–", [(0, 1, "dim")]
+    t = show_token(c["token"])
+    if c["logit"] is None:
+        return t, []
+    extra = " " + f"{c['logit']:.2f}".rstrip("0").rstrip(".")
+    return t + extra, [(len(t), len(t) + len(extra), "dim")]
+
+
+def _plain_cells(r: dict[str, Any]) -> list[Cell]:
+    """:func:`_trace_cells` as plain strings and spans: Rich ``Text`` costs too much per cell here."""
+    top, spans = "", []
+    for i, c in enumerate(r["top"]):
+        text, sp = _choice_cell(c)
+        at = len(top) + (2 if i else 0)
+        top += (", " if i else "") + text
+        spans += [(s + at, e + at, st) for s, e, st in sp]
+    if r["allowed"] > len(r["top"]):
+        more = f", … {r['allowed'] - len(r['top']):,} more"
+        spans.append((len(top), len(top) + len(more), "dim"))
+        top += more
+    picked = _choice_cell(r["picked"])
+    if not r["accepted"]:
+        text = picked[0] + " ✗ rejected"
+        picked = text, [(0, len(text), "bold red")]
+    return [(str(r["step"]), []), (str(r["state"]), []), (str(r["depth"]), []), (f"{r['allowed']:,}", []),
+            (top, spans), picked, _choice_cell(r["vetoed"]), (show_token(r["forced"]), [])]
+
+
+def _plain_columns(out: Output, title: str, rows: list[list[Cell]]) -> None:
+    """The trace rows as fixed-width columns, linear in the rows (long replays: 100 KB of text).
+
+    Numbers and tokens keep their width; "top allowed" and "forced" share what the console
+    leaves and are cut with an ellipsis instead of folded.
+    """
+    heads = [h for h, _ in _TRACE_COLUMNS]
+    widths = [max([len(h)] + [cell_len(c[0]) for c in col]) for h, col in zip(heads, zip(*rows))]
+    for i in (5, 6):
+        widths[i] = min(widths[i], 30)
+    widths[7] = min(widths[7], 16)
+    spare = out.out.width - 2 * (len(widths) - 1) - sum(w for i, w in enumerate(widths) if i != 4)
+    widths[4] = max(min(widths[4], spare), 20)
+
+    def line(cells: list[Cell], base: int, spans: list[Span]) -> str:
+        parts: list[str] = []
+        at = base
+        for (_, how), (text, sp), w in zip(_TRACE_COLUMNS, cells, widths):
+            if cell_len(text) > w:
+                text = set_cell_size(text, w - 1) + "…"
+            gap = " " * (w - cell_len(text))
+            start = at + (len(gap) if how == "right" else 0)
+            spans.extend(Span(start + s, start + min(e, len(text)), st) for s, e, st in sp if s < len(text))
+            parts.append(gap + text if how == "right" else text + gap)
+            at += len(parts[-1]) + 2
+        return "  ".join(parts)
+
+    out.out.print(Text.from_markup(title), no_wrap=True, crop=False)
+    head_spans: list[Span] = []
+    head = line([(h, [(0, len(h), "bold")]) for h in heads], 0, head_spans)
+    out.out.print(Text(head, spans=head_spans), no_wrap=True, overflow="ignore", crop=False)
+    out.out.print(Text("─" * min(out.out.width, len(head))), no_wrap=True, crop=False)
+    for first in range(0, len(rows), _PLAIN_CHUNK):
+        lines: list[str] = []
+        spans: list[Span] = []
+        base = 0
+        for cells in rows[first : first + _PLAIN_CHUNK]:
+            lines.append(line(cells, base, spans))
+            base += len(lines[-1]) + 1
+        out.out.print(Text("\n".join(lines), spans=spans), no_wrap=True, overflow="ignore", crop=False)
+
+
 def trace_table(out: Output, doc: dict[str, Any], tokenizer: str) -> None:
-    """The ``maskc trace`` view: a row per step, then the output and how it ended."""
-    table = Table(title=f"[bold]trace[/] · {tokenizer}", title_justify="left", box=box.SIMPLE_HEAD)
-    for name, kw in (("step", {"justify": "right"}), ("state", {"justify": "right"}),
-                     ("depth", {"justify": "right"}), ("allowed", {"justify": "right"}),
-                     ("top allowed", {"overflow": "fold"}),
-                     ("picked", {}), ("vetoed (model preferred)", {}), ("forced", {"overflow": "fold"})):
-        table.add_column(name, **kw)  # type: ignore[arg-type]
-    for r in doc["steps"]:
-        top = Text(", ").join(_choice(c) for c in r["top"])
-        if r["allowed"] > len(r["top"]):
-            top.append(f", … {r['allowed'] - len(r['top']):,} more", style="dim")
-        picked = _choice(r["picked"])
-        if not r["accepted"]:
-            picked.stylize("bold red")
-            picked.append(" ✗ rejected", style="bold red")
-        table.add_row(str(r["step"]), str(r["state"]), str(r["depth"]), f"{r['allowed']:,}", top, picked,
-                      _choice(r["vetoed"]), show_token(r["forced"]))
-    out.show(table)
+    """The ``maskc trace`` view: a row per step, then the output and how it ended.
+
+    Up to a few hundred steps this is a Rich table; a longer trace is printed as plain
+    columns, which cost a fraction of the time (the table's cost is per row, and large).
+    """
+    title = f"[bold]trace[/] · {tokenizer}"
+    if len(doc["steps"]) > _RICH_TABLE_ROWS:
+        _plain_columns(out, title, [_plain_cells(r) for r in doc["steps"]])
+    else:
+        rows = [_trace_cells(r) for r in doc["steps"]]
+        table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+        for name, how in _TRACE_COLUMNS:
+            if how == "fold":
+                table.add_column(name, overflow="fold")
+            else:
+                table.add_column(name, justify="right" if how == "right" else "left")
+        for cells in rows:
+            table.add_row(*cells)
+        out.show(table)
     finish = doc["finish"]
     style = "green" if finish in ("eos", "complete") else "bold red"
     out.show(Text.assemble(("output ", "bold"), doc["output"], "  ", (f"({finish})", style)))
@@ -218,6 +315,7 @@ def check_report(out: Output, meta: dict[str, Any], doc: dict[str, Any]) -> None
     if g["not_enforced"]:
         names = ", ".join(f"{i['keyword']} at {i['pointer'] or '/'}" for i in g["not_enforced"])
         out.show(Text.assemble(("not enforced ", "bold yellow"), names, " (schema failures there are expected)"))
+    out.show(_prompt_line(doc))
     modes = [doc["modes"][k] for k in _MODES if k in doc["modes"]]
     table = Table(box=box.SIMPLE_HEAD, title_justify="left")
     table.add_column("")
@@ -238,8 +336,9 @@ def check_report(out: Output, meta: dict[str, Any], doc: dict[str, Any]) -> None
     row("failure rate", lambda d: f"{100 * d['failure_rate']:.0f}%")
     row("tokens per output (mean/max)", lambda d: f"{d['tokens_mean']:.1f} / {d['tokens_max']}")
     row("tokens/s", lambda d: f"{d['tokens_per_second']:.1f}")
-    row("model ms/step", lambda d: f"{d['model_ms_per_step']:.1f}")
-    row("mask ms/step", lambda d: f"{d['mask_ms_per_step']:.2f}" if d["mode"] != "unconstrained" else "–")
+    row("mask ms/step (median / p90)", lambda d: _times(d["timing"]["mask_ms"], 3))
+    row("model ms/step (median / p90)", lambda d: _times(d["timing"]["model_ms"], 1))
+    row("prefill ms/batch (median)", lambda d: _times(d["timing"]["prefill_ms"], 1, p90=False))
     row("forced bytes", lambda d: f"{100 * d['forced_byte_share']:.0f}%" if d["mode"] != "unconstrained" else "–")
     out.show(table)
     for md in modes:
@@ -254,6 +353,25 @@ def check_report(out: Output, meta: dict[str, Any], doc: dict[str, Any]) -> None
     verdict = ("PASS: every constrained output ended with EOS within the budget and is valid"
                if doc["passed"] else "FAIL: see the constrained and adversarial columns above")
     out.show(Text(verdict, style="bold green" if doc["passed"] else "bold red"))
+
+
+def _times(t: dict[str, Any] | None, digits: int, *, p90: bool = True) -> str:
+    """``median / p90`` of a ``timing`` entry of the check report; ``–`` when nothing was timed."""
+    if t is None:
+        return "–"
+    return f"{t['median']:.{digits}f} / {t['p90']:.{digits}f}" if p90 else f"{t['median']:.{digits}f}"
+
+
+def _prompt_line(doc: dict[str, Any]) -> Text:
+    """The first line of the (first) user turn, and how long the prompt the model read was."""
+    prompts, tokens = doc["prompts"], doc.get("prompt_tokens") or []
+    first = prompts[0].splitlines()[0] if prompts and prompts[0] else ""
+    more = f"; {len(prompts)} prompts" if len(prompts) > 1 else ""
+    size = f"{len(prompts[0]):,} chars" if prompts else "empty"
+    if tokens:
+        size += f", {tokens[0]:,} tokens with the chat template"
+    return Text.assemble(("prompt ", "bold"), repr(first[:_SOURCE_PREVIEW]),
+                         f" ({size}{more}; the full text is in --json)")
 
 
 def _passed(s: dict[str, Any]) -> bool:

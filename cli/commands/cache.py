@@ -17,6 +17,7 @@ from rich.text import Text
 from safetensors import safe_open
 
 from maskc.artifacts.cache import ArtifactCache, cached_models, folder_bytes, model_cache_root
+from maskc.cli.command import MaskcCommand, MaskcGroup
 from maskc.cli.errors import guard
 from maskc.cli.options import FormatOpt, JsonOpt, resolve_format
 from maskc.cli.output import Output, human_bytes
@@ -33,7 +34,7 @@ EPILOG = """\
 """
 
 cache_app = typer.Typer(
-    name="cache", no_args_is_help=True, rich_markup_mode="rich", epilog=EPILOG,
+    name="cache", cls=MaskcGroup, no_args_is_help=True, rich_markup_mode="rich", epilog=EPILOG,
     help="List, locate or clear the artifact cache ($MASKC_CACHE_DIR or the user cache directory).",
 )
 
@@ -48,7 +49,7 @@ def _describe(path: Path) -> dict[str, str]:
     return {"kind": meta.get("grammar_kind", "?"), "tokenizer": meta.get("tokenizer_name", "?")}
 
 
-@cache_app.command("ls", epilog=EPILOG)
+@cache_app.command("ls", cls=MaskcCommand, epilog=EPILOG)
 @guard
 def ls_command(fmt: FormatOpt = "human", json_flag: JsonOpt = False) -> None:
     """List cached artifacts: grammar kind, tokenizer and size."""
@@ -84,7 +85,7 @@ def ls_command(fmt: FormatOpt = "human", json_flag: JsonOpt = False) -> None:
                       f"in {model_cache_root()} (maskc cache clear --models)", style="bold"))
 
 
-@cache_app.command("path", epilog=EPILOG)
+@cache_app.command("path", cls=MaskcCommand, epilog=EPILOG)
 @guard
 def path_command(fmt: FormatOpt = "human", json_flag: JsonOpt = False) -> None:
     """Print the cache directory."""
@@ -95,7 +96,7 @@ def path_command(fmt: FormatOpt = "human", json_flag: JsonOpt = False) -> None:
         out.show(Text(str(cache.root)))
 
 
-@cache_app.command("clear", epilog=EPILOG)
+@cache_app.command("clear", cls=MaskcCommand, epilog=EPILOG)
 @guard
 def clear_command(
     models: Annotated[bool, typer.Option("--models", help="Also delete dequantized models.")] = False,

@@ -20,9 +20,10 @@ from maskc.cli import render
 from maskc.cli.errors import EXIT_FAILED, guard
 from maskc.cli.grammar import load_grammar
 from maskc.cli.options import FormatOpt, JsonOpt, LenientOpt, MaxDepthOpt, NoCacheOpt, WhitespaceOpt, resolve_format
+from maskc.cli.options import MaxSecondsOpt, MaxStatesOpt
 from maskc.cli.output import Output
 from maskc.compiler.errors import InputError
-from maskc.compiler.options import DEFAULT_MAX_DEPTH
+from maskc.compiler.options import DEFAULT_MAX_DEPTH, Limits
 
 __all__ = ["EPILOG", "check_command", "read_prompts"]
 
@@ -64,19 +65,25 @@ def _budget(value: str) -> int | str:
     raise typer.BadParameter("must be a positive integer or 'auto'", param_hint="--max-tokens")
 
 
+_GRAMMAR = "SCHEMA|GRAMMAR|ARTIFACT"
+
+
 @guard
 def check_command(
-    grammar: Annotated[str | None, typer.Argument(
-        metavar="SCHEMA|GRAMMAR|ARTIFACT", show_default=False,
-        help="A JSON Schema file or a .safetensors artifact built for the model's tokenizer.")] = None,
     model: Annotated[str, typer.Option(
-        "--model", "-m", metavar="SPEC",
-        help="Model folder (safetensors), .gguf file, or hub id.")] = "",
+        "--model", "-m", metavar="SPEC", show_default=False,
+        help="Model folder (safetensors), .gguf file, or hub id.")],
+    grammar: Annotated[str | None, typer.Argument(
+        metavar=_GRAMMAR, show_default=False,
+        help="A JSON Schema file, a .gbnf grammar or a .safetensors artifact built for the model's tokenizer. "
+             "\\[required unless --regex or --gbnf]")] = None,
     regex: Annotated[str | None, typer.Option("--regex", metavar="RX",
                                               help="Check a regular expression instead.")] = None,
     gbnf: Annotated[str | None, typer.Option("--gbnf", metavar="FILE",
                                              help="A GBNF grammar file (llama.cpp's format) instead.")] = None,
     max_depth: MaxDepthOpt = DEFAULT_MAX_DEPTH,
+    max_states: MaxStatesOpt = Limits().max_states,
+    max_seconds: MaxSecondsOpt = Limits().max_seconds,
     prompt: Annotated[str | None, typer.Option(
         "--prompt", "-p", metavar="TEXT",
         help="The instruction; the grammar is appended to it.", rich_help_panel="Prompts")] = None,
@@ -111,20 +118,28 @@ def check_command(
     json_flag: JsonOpt = False,
 ) -> None:
     """Decode with a model under the mask and without it; report termination and validity."""
+    from maskc.artifacts.extras import require_torch
+
+    require_torch("maskc check")
     from maskc.artifacts.check import default_prompt, run_check
     from maskc.artifacts.model import load_model, quiet_transformers
 
+    given = (grammar is not None) + (regex is not None) + (gbnf is not None)
+    if given != 1:
+        raise typer.BadParameter("missing; or give --regex RX or --gbnf FILE" if not given else
+                                 "give it, --regex RX or --gbnf FILE: one of them, not several", param_hint=_GRAMMAR)
     if not model:
-        raise InputError("--model SPEC is required (a model folder, a .gguf file, or a hub id)")
+        raise InputError("--model SPEC must not be empty (a model folder, a .gguf file, or a hub id)")
     if prompt is not None and prompts is not None:
         raise InputError("use --prompt TEXT or --prompts FILE, not both")
     budget = _budget(max_tokens)
     out = Output(resolve_format(fmt, json_flag))
     instructions: list[str | None] = list(read_prompts(prompts)) if prompts is not None else [prompt]
     quiet_transformers()
-    loaded = load_model(model, device=device)
+    loaded = load_model(model, device=device, progress=out.human and out.err.is_terminal)
     art = load_grammar(grammar, regex, loaded.vocab, whitespace=whitespace, lenient=lenient,
-                       cache=not no_cache, gbnf=gbnf, max_depth=max_depth)
+                       cache=not no_cache, gbnf=gbnf, max_depth=max_depth,
+                       limits=Limits.scaled(max_states, max_seconds))
     texts = [default_prompt(art, p) for p in instructions]
     total = len(texts) * samples * (2 if baseline else 1) + (len(texts) if adversarial else 0)
     with out.progress(total, "decoding") as bar:

@@ -18,10 +18,11 @@ import typer
 from maskc.cli import render
 from maskc.cli.errors import EXIT_FAILED, guard
 from maskc.cli.grammar import load_grammar
-from maskc.cli.options import DEFAULT_TOKENIZER, LenientOpt, MaxDepthOpt, NoCacheOpt, WhitespaceOpt
+from maskc.cli.options import DEFAULT_TOKENIZER, JsonOpt, LenientOpt, MaxDepthOpt, NoCacheOpt, WhitespaceOpt
+from maskc.cli.options import MaxSecondsOpt, MaxStatesOpt
 from maskc.cli.output import Output
 from maskc.compiler.errors import InputError
-from maskc.compiler.options import DEFAULT_MAX_DEPTH
+from maskc.compiler.options import DEFAULT_MAX_DEPTH, Limits
 
 __all__ = ["EPILOG", "trace_command"]
 
@@ -29,7 +30,7 @@ EPILOG = """\
 [bold]Examples[/]
 
   maskc trace order.json --tokenizer model.gguf --text '{"id": 7}'
-  maskc trace --regex '\\{"[ab]":[12]\\}' --tokenizer vocab.json --logits logits.json
+  maskc trace --regex '\\{"\\[ab]":[12]\\}' --tokenizer vocab.json --logits logits.json
   maskc trace order.json --model ./SmolLM2-135M-Instruct.Q4_1.gguf --prompt "Order 3 apples" --top 3
   maskc trace order.json -t deepseek --text "$(cat output.json)" --format jsonl
 """
@@ -49,6 +50,8 @@ def trace_command(
     gbnf: Annotated[str | None, typer.Option("--gbnf", metavar="FILE",
                                              help="A GBNF grammar file (llama.cpp's format) instead.")] = None,
     max_depth: MaxDepthOpt = DEFAULT_MAX_DEPTH,
+    max_states: MaxStatesOpt = Limits().max_states,
+    max_seconds: MaxSecondsOpt = Limits().max_seconds,
     tokenizer: Annotated[str | None, typer.Option(
         "--tokenizer", "-t", metavar="SPEC",
         help="tokenizer.json, model folder, .gguf, SentencePiece .model, JSON token list "
@@ -78,10 +81,14 @@ def trace_command(
     fmt: Annotated[TraceFormat, typer.Option(
         "--format", "-f", help="human (Rich table), json (one document) or jsonl (a line per step).",
         rich_help_panel="Output")] = "human",
+    json_flag: JsonOpt = False,
 ) -> None:
     """Show each decode step: allowed tokens, the pick, the model's choice the mask vetoed."""
     import maskc
     from maskc.artifacts import trace as tr
+
+    if json_flag:
+        fmt = "json"
 
     if text is not None and model is not None:
         raise InputError("use --text OUTPUT or --model SPEC, not both")
@@ -89,6 +96,11 @@ def trace_command(
         raise InputError("nothing picks the tokens: give --text OUTPUT, --model SPEC, or --logits FILE")
     if prompt is not None and model is None:
         raise InputError("--prompt needs --model")
+    if model is not None or text is None:  # decoding (a model's logits or a fixed table) runs on torch
+        from maskc.artifacts.extras import require_torch
+
+        require_torch("maskc trace --model" if model is not None else "maskc trace --logits",
+                      transformers=model is not None)
     out = Output("json" if fmt == "jsonl" else fmt)
     loaded = None
     if model is not None:
@@ -96,12 +108,12 @@ def trace_command(
 
         quiet_transformers()
         vocab = maskc.load_tokenizer(tokenizer) if tokenizer is not None else None
-        loaded = load_model(model, device=device, tokenizer=vocab)
+        loaded = load_model(model, device=device, tokenizer=vocab, progress=out.human and out.err.is_terminal)
         vocab = loaded.vocab
     else:
         vocab = maskc.load_tokenizer(tokenizer or DEFAULT_TOKENIZER)
     art = load_grammar(grammar, regex, vocab, whitespace=whitespace, lenient=lenient, cache=not no_cache,
-                       gbnf=gbnf, max_depth=max_depth)
+                       gbnf=gbnf, max_depth=max_depth, limits=Limits.scaled(max_states, max_seconds))
     fixed = tr.load_logits(logits, vocab, art.vocab_size) if logits is not None else None
     if text is not None:
         trace = tr.trace_text(art, vocab, text, logits=fixed, top_k=top)

@@ -96,7 +96,8 @@ def test_compile_directory_reports_each_schema(schema_dir: Path, vocab: str,
         assert r["ok"] and r["error"] is None and r["cache_hit"] is False
         artifact = Path(r["artifact"])
         assert artifact.parent == tmp_path / "out"
-        assert artifact.name == f"{Path(name).stem}.{doc['tokenizer']['sha256'][:12]}.safetensors"
+        key = maskc.load_artifact(artifact).content_key[:16]
+        assert artifact.name == f"{Path(name).stem}.{key}.safetensors"
         assert artifact.stat().st_size == r["bytes"]
         assert r["states"] > 0 and r["distinct_masks"] > 0
 
