@@ -60,7 +60,7 @@ def read_prompts(path: Path) -> list[str]:
 def _budget(value: str) -> int | str:
     if value == "auto":
         return value
-    if value.isdecimal() and int(value) > 0:
+    if value.isascii() and value.isdecimal() and int(value) > 0:  # not other scripts' digits
         return int(value)
     raise typer.BadParameter("must be a positive integer or 'auto'", param_hint="--max-tokens")
 

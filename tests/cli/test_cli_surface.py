@@ -171,3 +171,18 @@ def test_a_file_name_that_is_not_utf8_is_refused_by_name(tmp_path: Path) -> None
 
 def _base_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "MASKC_DEBUG"}
+
+
+@pytest.mark.parametrize("budget", ["٣", "²", "0", "-4"])
+def test_max_tokens_reads_only_ascii_digits(budget: str) -> None:
+    # "٣" (Arabic-Indic three) and "²" pass str.isdecimal()/isdigit(); neither is a budget.
+    r = invoke("check", "--regex", "a", "--model", "nowhere", "--max-tokens", budget)
+    assert r.exit_code == 2
+    assert "--max-tokens" in r.output
+
+
+def test_a_ref_with_a_superscript_index_points_nowhere(tmp_path: Path) -> None:
+    (tmp_path / "s.json").write_text(json.dumps({"allOf": [{"type": "string"}], "$ref": "#/allOf/²"}))
+    (tmp_path / "v.json").write_text(json.dumps({"tokens": ["a", "\"", "<e>"], "eos": "<e>"}))
+    r = invoke("compile", "s.json", "-t", "v.json", "--json")
+    assert r.exit_code in (1, 2) and "points nowhere" in r.output

@@ -86,7 +86,7 @@ class RefsMixin(Base):
             part = raw.replace("~1", "/").replace("~0", "~")
             if isinstance(target, dict) and part in target:
                 target = target[part]
-            elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+            elif isinstance(target, list) and part.isascii() and part.isdigit() and int(part) < len(target):
                 target = target[int(part)]
             else:
                 raise SchemaError(f"$ref {ref!r} points nowhere", pointer=pointer)
