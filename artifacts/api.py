@@ -20,6 +20,7 @@ from maskc.artifacts.artifact import COMPILER_VERSION, Artifact
 from maskc.artifacts.cache import ArtifactCache, cache_key
 from maskc.compiler import pipeline
 from maskc.compiler.errors import ArtifactError, SchemaError, SizeLimitExceeded
+from maskc.compiler.frontends.json_schema.inputs import EXPECTED, pydantic_schema
 from maskc.compiler.frontends.registry import frontend, grammar_sha256
 from maskc.compiler.options import DEFAULT_MAX_DEPTH, CompileOptions, Limits, parse_whitespace
 from maskc.compiler.vocab import Vocabulary
@@ -77,19 +78,10 @@ def compile_source(
     key = cache_key(gsha, tokenizer.fingerprint, opts.canonical_json(), COMPILER_VERSION)
     t0 = time.perf_counter()
     if store is not None:
-        raw = store.get(key)
-        if raw is not None:
-            try:
-                art = Artifact.from_bytes(raw, where=str(store.path(key)))
-                art.verify_tokenizer(tokenizer)
-                art.tokenizer = tokenizer
-                art.cache_hit = True
-                art.cache_path = store.path(key)
-                art.compile_ms = (time.perf_counter() - t0) * 1e3
-                return art
-            except ArtifactError as e:
-                log.warning("cache entry %s is unusable (%s); rebuilding", store.path(key), e.message)
-                store.discard(key)
+        art = store.load(key, kind=kind, grammar_sha256=gsha, tokenizer=tokenizer, options_json=opts.canonical_json())
+        if art is not None:
+            art.compile_ms = (time.perf_counter() - t0) * 1e3
+            return art
     compiled = pipeline.compile_source(kind, source, tokenizer, opts, progress=progress)
     art = Artifact.from_compiled(compiled, tokenizer)
     if art.nbytes > opts.limits.max_artifact_bytes:
@@ -119,7 +111,10 @@ def compile_json_schema(
     """Compile a JSON Schema into an artifact for ``tokenizer``.
 
     Args:
-        schema: a parsed schema (dict or bool) or its JSON text.
+        schema: a parsed schema (dict or bool) or its JSON text; or what holds one: a
+            pydantic model class or ``TypeAdapter`` (pydantic >= 2, the ``pydantic`` extra),
+            an OpenAI or Anthropic tool definition, an OpenAI ``response_format``, a
+            MaskBench case (see :func:`maskc.compiler.frontends.json_schema.inputs.unwrap`).
         tokenizer: from :func:`maskc.load_tokenizer`.
         whitespace: ``compact`` | ``pretty[:INDENT]`` | ``flexible[:N]``.
         lenient: compile without keywords it cannot enforce, recording them in
@@ -135,6 +130,7 @@ def compile_json_schema(
 
     Raises:
         SchemaError, UnsupportedKeyword, RegexSyntaxError, EmptyLanguage, LimitExceeded.
+        TypeError: ``schema`` is none of the above.
 
     Example:
         >>> tok = maskc.load_tokenizer("deepseek")
@@ -147,6 +143,8 @@ def compile_json_schema(
             schema = orjson.loads(schema)
         except orjson.JSONDecodeError as e:
             raise SchemaError(f"schema is not valid JSON: {e}") from e
+    elif not isinstance(schema, (dict, bool)) and pydantic_schema(schema) is None:
+        raise TypeError(f"compile_json_schema expects {EXPECTED}; got {type(schema).__name__}")
     return compile_source("json_schema", schema, tokenizer, options=opts, cache=cache, progress=progress)
 
 
@@ -197,6 +195,17 @@ def compile_choice(
     cache: CacheArg = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Artifact:
-    """Compile a closed list of literal outputs."""
-    return compile_source("choice", list(choices), tokenizer, options=options, cache=cache, progress=progress)
+    """Compile a closed list of literal outputs.
+
+    Raises:
+        TypeError: ``choices`` is a string (not a list of them) or holds a non-string.
+    """
+    if isinstance(choices, (str, bytes)):
+        raise TypeError(f"compile_choice expects a list of strings, got a single {type(choices).__name__} "
+                        f"{choices[:40]!r}; wrap it in a list: [{choices[:40]!r}]")
+    items = list(choices)
+    for i, c in enumerate(items):
+        if not isinstance(c, str):
+            raise TypeError(f"compile_choice expects a list of strings; item {i} is {type(c).__name__} {c!r}")
+    return compile_source("choice", items, tokenizer, options=options, cache=cache, progress=progress)
 

@@ -9,7 +9,7 @@ nodes; :mod:`maskc.compiler.rules` inlines what is not recursive and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Union
 
 __all__ = [
@@ -53,9 +53,22 @@ class ByteSet:
     """One byte out of a set, as sorted, disjoint, non-adjacent inclusive ranges."""
 
     ranges: tuple[tuple[int, int], ...]
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ranges", _merge(list(self.ranges)))
+        object.__setattr__(self, "_hash", hash((ByteSet, self.ranges)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple[type[ByteSet], tuple[tuple[tuple[int, int], ...]]]:
+        return ByteSet, (self.ranges,)  # rebuilt, so the cached hash is this process's
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (
+            type(other) is ByteSet and self._hash == other._hash and self.ranges == other.ranges
+        )
 
     def __contains__(self, b: int) -> bool:
         return any(lo <= b <= hi for lo, hi in self.ranges)
@@ -66,6 +79,21 @@ class Seq:
     """Concatenation; ``Seq(())`` is the empty string."""
 
     items: tuple[Node, ...]
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((Seq, self.items)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple[type[Seq], tuple[tuple[Node, ...]]]:
+        return Seq, (self.items,)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (
+            type(other) is Seq and self._hash == other._hash and self.items == other.items
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +101,21 @@ class Alt:
     """Union; ``Alt(())`` is the empty language."""
 
     items: tuple[Node, ...]
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((Alt, self.items)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple[type[Alt], tuple[tuple[Node, ...]]]:
+        return Alt, (self.items,)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (
+            type(other) is Alt and self._hash == other._hash and self.items == other.items
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,10 +125,24 @@ class Repeat:
     item: Node
     min: int
     max: int | None
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.min < 0 or (self.max is not None and self.max < self.min):
             raise ValueError(f"bad repetition bounds {{{self.min},{self.max}}}")
+        object.__setattr__(self, "_hash", hash((Repeat, self.item, self.min, self.max)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple[type[Repeat], tuple[Node, int, int | None]]:
+        return Repeat, (self.item, self.min, self.max)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (
+            type(other) is Repeat and self._hash == other._hash
+            and (self.item, self.min, self.max) == (other.item, other.min, other.max)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,12 +240,15 @@ def byte_set(chars: bytes) -> ByteSet:
     return ByteSet(tuple((b, b) for b in chars))
 
 
+_BYTES = tuple(ByteSet(((b, b),)) for b in range(256))  # shared: a 10k-member enum builds ~100k of them
+
+
 def lit(data: bytes | str) -> Node:
     """The literal byte string ``data`` (a ``str`` is encoded as UTF-8)."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
     if len(raw) == 1:
-        return ByteSet(((raw[0], raw[0]),))
-    return Seq(tuple(ByteSet(((b, b),)) for b in raw))
+        return _BYTES[raw[0]]
+    return Seq(tuple(_BYTES[b] for b in raw))
 
 
 def seq(*items: Node) -> Node:
@@ -204,12 +264,15 @@ def seq(*items: Node) -> Node:
 
 
 def alt(*items: Node) -> Node:
-    flat: list[Node] = []
+    # a dict keeps first occurrences in order and dedupes by hash (cached on each node):
+    # linear in the number of alternatives, where a list membership test was quadratic
+    seen: dict[Node, None] = {}
     for it in items:
-        parts = it.items if isinstance(it, Alt) else (it,)
-        for p in parts:
-            if p not in flat:
-                flat.append(p)
+        if isinstance(it, Alt):
+            seen.update(dict.fromkeys(it.items))
+        else:
+            seen[it] = None
+    flat = list(seen)
     sets = [p for p in flat if isinstance(p, ByteSet)]
     if len(sets) > 1:
         merged = ByteSet(tuple(r for s in sets for r in s.ranges))

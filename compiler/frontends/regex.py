@@ -1,7 +1,9 @@
 """Regular expressions (ECMA-262 flavour, as JSON Schema uses them) to Grammar IR.
 
-Parsing is interegular's; this module handles what interegular leaves out (``^``/``$``
-anchors at branch ends, ``\\uXXXX`` escapes, ECMA's ``.`` and ``\\s``) and turns its
+Parsing is interegular's, after :mod:`~maskc.compiler.frontends.regex_syntax` has refused
+what ECMA-262 refuses and rewritten ECMA-only spellings (named groups, ``\\cX``); this
+module handles what interegular leaves out (``^``/``$`` anchors at branch ends, repeated
+ones too, ``\\uXXXX`` escapes and surrogate pairs, ECMA's ``.`` and ``\\s``) and turns its
 character sets into code-point ranges. A ``char`` callback decides how each character
 becomes bytes: plain UTF-8 for ``compile_regex``, JSON string escaping inside ``pattern``.
 """
@@ -14,6 +16,7 @@ import interegular
 from interegular import patterns as P
 
 from maskc.compiler.errors import RegexSyntaxError, UnsupportedRegex
+from maskc.compiler.frontends.regex_syntax import ecma_rewrite
 from maskc.compiler.ir import EMPTY, NOTHING, Node, alt, rep, seq, star
 from maskc.compiler.utf8 import MAX_CODE_POINT, complement, normalize_ranges, utf8_node
 
@@ -30,6 +33,9 @@ LINE_TERMINATORS: list[tuple[int, int]] = [(0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 
 _EXTRA_SPACES = "".join(
     chr(c) for lo, hi in ECMA_SPACES for c in range(lo, hi + 1) if chr(c) not in " \t\n\r\f\v"
 )
+
+
+_HEX = frozenset("0123456789abcdefABCDEF")
 
 
 def _escape_char(c: str) -> str:
@@ -50,7 +56,13 @@ def _preprocess(pattern: str) -> str:
         if c == "\\" and i + 1 < n:
             d = pattern[i + 1]
             if d == "u" and i + 6 <= n and all(h in "0123456789abcdefABCDEF" for h in pattern[i + 2 : i + 6]):
-                out.append(_escape_char(chr(int(pattern[i + 2 : i + 6], 16))))
+                code = int(pattern[i + 2 : i + 6], 16)
+                low = pattern[i + 8 : i + 12] if pattern[i + 6 : i + 8] == "\\u" else ""
+                if 0xD800 <= code < 0xDC00 and len(low) == 4 and all(h in _HEX for h in low) \
+                        and 0xDC00 <= int(low, 16) < 0xE000:  # a surrogate pair is one code point
+                    code = 0x10000 + ((code - 0xD800) << 10) + (int(low, 16) - 0xDC00)
+                    i += 6
+                out.append(_escape_char(chr(code)))
                 i += 6
                 continue
             if d == "u" and pattern[i + 2 : i + 3] == "{":
@@ -84,15 +96,12 @@ def _preprocess(pattern: str) -> str:
         if in_class:
             if c == "]":
                 in_class = False
-        elif c == "[":
+        elif c == "[":  # ECMA-262: a ']' right after '[' or '[^' closes the class
             in_class = True
             out.append(c)
             i += 1
             if pattern[i : i + 1] == "^":
                 out.append("^")
-                i += 1
-            if pattern[i : i + 1] == "]":  # a leading ']' is literal
-                out.append("\\]")
                 i += 1
             continue
         out.append(c)
@@ -115,8 +124,6 @@ def _scan(pattern: str) -> Iterator[tuple[int, str, int]]:
         if c == "[":
             in_class = True
             if pattern[i + 1 : i + 2] == "^":
-                i += 1
-            if pattern[i + 1 : i + 2] == "]":  # a leading ']' is literal
                 i += 1
         elif c == "(":
             depth += 1
@@ -141,12 +148,12 @@ def split_anchors(pattern: str) -> list[tuple[bool, str, bool]]:
     branches.append(pattern[start:])
     out: list[tuple[bool, str, bool]] = []
     for b in branches:
+        # ECMA-262 anchors are assertions: "^^a$$" is "^a$"
         a_start = b.startswith("^")
-        if a_start:
-            b = b[1:]
-        a_end = any(c == "$" and i == len(b) - 1 for i, c, _ in _scan(b))
-        if a_end:
-            b = b[:-1]
+        b = b.lstrip("^")
+        a_end = False
+        while any(c == "$" and i == len(b) - 1 for i, c, _ in _scan(b)):
+            a_end, b = True, b[:-1]
         inner = _whole_group(b)
         if inner is not None and ("^" in inner or "$" in inner):
             # "(^a$|b)": anchors inside a group that spans the whole branch
@@ -223,7 +230,7 @@ def regex_to_ir(pattern: str, encode: CharEncoder | None = None, *, search: bool
     conv = _Converter(enc, pattern)
     any_char = conv.chars([(0, MAX_CODE_POINT)])
     parts: list[Node] = []
-    for a_start, body, a_end in split_anchors(pattern):
+    for a_start, body, a_end in split_anchors(ecma_rewrite(pattern)):
         if _has_stray_anchor(body):
             raise UnsupportedRegex(
                 "anchors (^, $) inside a branch are not supported (only at its start and end)", pattern=pattern

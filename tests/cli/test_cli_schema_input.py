@@ -11,20 +11,7 @@ from typing import Any
 import pytest
 
 import maskc
-from tests.cli.test_cli import compile_json, invoke, toy_vocabulary
-
-
-@pytest.fixture(autouse=True)
-def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MASKC_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("COLUMNS", "120")
-    monkeypatch.delenv("MASKC_DEBUG", raising=False)
-    monkeypatch.chdir(tmp_path)
-
-
-@pytest.fixture
-def vocab(tmp_path: Path) -> str:
-    return str(toy_vocabulary(tmp_path / "toy-vocab.json"))
+from tests.cli.test_cli import _env, compile_json, invoke, toy_vocabulary, vocab  # noqa: F401 (fixtures)
 
 
 def _write(path: Path, doc: Any) -> Path:
