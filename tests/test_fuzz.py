@@ -114,9 +114,11 @@ def test_choice_lists_compile_or_refuse_or_type_error(choices: Any) -> None:
     try:
         maskc.compile_choice(choices, VOCAB, options=OPTIONS)
     except MaskcError:
-        pass
-    except (TypeError, ValueError):
+        assert is_data, "API misuse is a TypeError, not a MaskcError"
+    except TypeError:
         assert not is_data, "a list of strings must compile or raise MaskcError"
+    else:
+        assert is_data, f"compile_choice({choices!r}) must refuse a non-list"
 
 
 _vocab_docs = st.one_of(
