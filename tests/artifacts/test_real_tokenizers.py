@@ -20,7 +20,9 @@ from maskc.compiler.vocab import Vocabulary
 from tests.maskbench import serialize
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_schemas"
-EXAMPLES: dict[str, dict[str, list[Any]]] = json.loads((SAMPLES / "examples.json").read_text())
+# valid and invalid instances of each sample schema (kept out of sample_schemas/, which holds schemas only)
+EXAMPLES: dict[str, dict[str, list[Any]]] = json.loads(
+    (Path(__file__).resolve().parents[1] / "data" / "sample_examples.json").read_text())
 # a spread of features: enums, formats, nested arrays, $ref, anyOf, patterns
 CHOSEN = [
     "support_ticket_triage.json",
