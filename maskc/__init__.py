@@ -83,6 +83,7 @@ __all__ = [
 
 def allocate_token_bitmask(batch_size: int, vocab_size: int) -> Any:
     """Torch int32 ``[batch, ceil(vocab/32)]`` bitmask, all allowed (needs torch)."""
+    _need("maskc.allocate_token_bitmask", transformers=False)
     from maskc.artifacts.torch import allocate_token_bitmask as f
 
     return f(batch_size, vocab_size)
@@ -92,13 +93,24 @@ def apply_token_bitmask_inplace(logits: Any, bitmask: Any, indices: list[int] | 
                                 vocab_size: int | None = None) -> None:
     """Set disallowed logits to -inf in place (torch, CPU or CUDA); pass the artifact's
     ``vocab_size`` to refuse logits narrower than the vocabulary (see ``maskc.artifacts.torch``)."""
+    _need("maskc.apply_token_bitmask_inplace", transformers=False)
     from maskc.artifacts.torch import apply_token_bitmask_inplace as f
 
     f(logits, bitmask, indices, vocab_size=vocab_size)
 
 
+def _need(feature: str, *, transformers: bool) -> None:
+    """``ModuleNotFoundError`` naming the extra to install, instead of a bare missing torch."""
+    from maskc.artifacts.extras import TORCH_EXTRA_HINT, missing_modules
+
+    absent = missing_modules(("torch", "transformers") if transformers else ("torch",))
+    if absent:
+        raise ModuleNotFoundError(f"{feature} needs {' and '.join(absent)}: {TORCH_EXTRA_HINT}", name=absent[0])
+
+
 def __getattr__(name: str) -> Any:
     if name == "LogitsProcessor":
+        _need("maskc.LogitsProcessor", transformers=True)
         from maskc.artifacts.hf import MaskcLogitsProcessor
 
         return MaskcLogitsProcessor

@@ -105,3 +105,20 @@ def test_import_maskc_loads_no_torch(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split() == ["[True,", "False,", "False]"]
+
+
+def test_the_torch_helpers_name_the_extra_without_torch() -> None:
+    code = BLOCK + (
+        "import maskc\n"
+        "for call in (lambda: maskc.allocate_token_bitmask(1, 8), lambda: maskc.LogitsProcessor,\n"
+        "             lambda: maskc.apply_token_bitmask_inplace(None, None)):\n"
+        "    try:\n"
+        "        call()\n"
+        "    except ModuleNotFoundError as e:\n"
+        "        print('refused:', e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True).stdout
+    lines = out.splitlines()
+    assert len(lines) == 3, out
+    assert all("maskc[torch]" in line for line in lines), out
+    assert "LogitsProcessor needs torch and transformers" in lines[1]
