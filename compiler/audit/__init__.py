@@ -1,0 +1,13 @@
+"""``maskc audit``: tokenizer-boundary hazards, for a tokenizer alone and for a grammar on it.
+
+``tokenizer.py`` reports what a vocabulary holds (tokens that carry JSON structure with
+other bytes, whitespace runs, partial UTF-8, byte fallback, special tokens, duplicates,
+normalizers, EOS candidates); ``grammar.py`` reports, per state of a compiled grammar, the
+tokens a first-byte mask would admit that break the grammar (the smugglers) and the other
+hazards that need the automaton. Both return :class:`~maskc.compiler.findings.Finding` lists
+plus tables of counts; rendering is the CLI's.
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,142 @@
+"""``maskc lint``: findings about a JSON Schema that will hurt in production.
+
+Each rule module exposes ``RULES`` (its :class:`~maskc.compiler.findings.RuleInfo` list) and
+``check(ctx) -> Iterable[Finding]``. :func:`lint_schema` runs the selected rules over one
+schema and applies ``x-maskc-ignore`` lists found in schema nodes; choosing files, reading
+configuration and rendering are the CLI's business.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from types import ModuleType
+from typing import Any
+
+from maskc.compiler.findings import Finding, RuleInfo, register, rules
+from maskc.compiler.lint.walk import Node, walk
+from maskc.compiler.options import CompileOptions
+from maskc.compiler.vocab import Vocabulary
+
+__all__ = ["IGNORE_KEY", "LintContext", "RULE_MODULES", "all_rules", "lint_schema", "load_rules"]
+
+# The modules that hold rules, in the order their findings are reported.
+RULE_MODULES: tuple[str, ...] = (
+    "maskc.compiler.lint.structure",    # unbounded-*, optional-field, free-text-enum, nullable/mixed unions, schema-error
+    "maskc.compiler.lint.unions",       # ambiguous-union and unsatisfiable, on the compiler's automata
+    "maskc.compiler.lint.termination",  # unbounded-recursion, no-base-case, whitespace-runaway, max-tokens-budget,
+                                        # unenforced-keyword, unknown-format
+    "maskc.compiler.lint.profiles",     # strict-mode, deep-nesting, large-enum (limits as data, per profile)
+)
+
+IGNORE_KEY = "x-maskc-ignore"
+
+
+@dataclass
+class LintContext:
+    """What every rule may read: the schema, the compile options, an optional tokenizer and
+    profile, and memoized facts that several rules share (``ctx.memo``).
+
+    Attributes:
+        schema: The schema itself (unwrapped from a tool definition or MaskBench case).
+        options: The compile options whose language the rules reason about (whitespace,
+            max_depth, semantics once there are several).
+        tokenizer: For token budgets; None when ``--tokenizer`` was not given.
+        profile: A provider profile (``openai-strict``) as data, or None.
+        base_pointer: Where ``schema`` sits in the file (``/function/parameters`` for a tool
+            definition), prefixed to every finding's pointer.
+    """
+
+    schema: Any
+    options: CompileOptions = field(default_factory=CompileOptions)
+    tokenizer: Vocabulary | None = None
+    profile: dict[str, Any] | None = None
+    base_pointer: str = ""
+    memo: dict[str, Any] = field(default_factory=dict)
+
+    def nodes(self) -> list[Node]:
+        """Every subschema with its pointer (computed once)."""
+        cached: list[Node] | None = self.memo.get("nodes")
+        if cached is None:
+            cached = list(walk(self.schema))
+            self.memo["nodes"] = cached
+        return cached
+
+    def shared(self, key: str, compute: Callable[[], Any]) -> Any:
+        """A fact several rules use, computed once per schema."""
+        if key not in self.memo:
+            self.memo[key] = compute()
+        return self.memo[key]
+
+
+def load_rules() -> list[tuple[ModuleType, list[RuleInfo]]]:
+    """Import the rule modules and register their rules."""
+    out = []
+    for name in RULE_MODULES:
+        module = importlib.import_module(name)
+        infos: list[RuleInfo] = list(module.RULES)
+        register(*infos)
+        out.append((module, infos))
+    return out
+
+
+def _ignored_at(schema: Any, pointer: str) -> set[str]:
+    """The rule ids listed in ``x-maskc-ignore`` of the node at ``pointer`` or any ancestor."""
+    ignored: set[str] = set()
+    node: Any = schema
+    parts = pointer.split("/")[1:] if pointer else []
+    for i in range(len(parts) + 1):
+        if isinstance(node, dict):
+            listed = node.get(IGNORE_KEY)
+            if isinstance(listed, list):
+                ignored.update(x for x in listed if isinstance(x, str))
+            elif isinstance(listed, str):
+                ignored.add(listed)
+        if i == len(parts):
+            break
+        part = parts[i].replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and part.isascii() and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            break
+    return ignored
+
+
+def lint_schema(ctx: LintContext, *, select: Sequence[str] | None = None,
+                ignore: Sequence[str] = ()) -> list[Finding]:
+    """Run the rules (all, or ``select``; minus ``ignore``) over ``ctx.schema``.
+
+    A finding is dropped when its node or an ancestor lists its rule in ``x-maskc-ignore``.
+    Pointers are made absolute with ``ctx.base_pointer``.
+    """
+    wanted = set(select) if select else None
+    found: list[Finding] = []
+    for module, infos in load_rules():
+        ids = {i.id for i in infos}
+        if wanted is not None and not ids & wanted:
+            continue
+        if not ids - set(ignore):
+            continue
+        results: Iterable[Finding] = module.check(ctx)
+        for f in results:
+            if (wanted is not None and f.rule not in wanted) or f.rule in ignore:
+                continue
+            if f.rule in _ignored_at(ctx.schema, f.pointer):
+                continue
+            found.append(_absolute(f, ctx.base_pointer))
+    return found
+
+
+def _absolute(f: Finding, base: str) -> Finding:
+    if not base:
+        return f
+    return replace(f, pointer=base + f.pointer)
+
+
+def all_rules() -> list[RuleInfo]:
+    """Every lint rule, registered (for ``--explain`` and SARIF)."""
+    load_rules()
+    return rules("lint")
