@@ -1,0 +1,132 @@
+"""Termination and budget rules: will a constrained generation end, and in how many tokens?
+
+``unbounded-recursion`` and ``no-base-case`` come from the front end's recursive rules
+(:mod:`.recursion`); ``whitespace-runaway`` and ``max-tokens-budget`` from the compiled
+automaton (:mod:`.budget`); ``unenforced-keyword`` and ``unknown-format`` are the front end's
+own ``not_enforced`` list. The front end and the automaton are computed once per schema and
+shared through ``ctx.shared`` (keys ``"termination.front"`` and ``"automaton"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from maskc.compiler.findings import Finding, RuleInfo
+from maskc.compiler.lint import LintContext
+from maskc.compiler.lint.budget import (
+    FLEXIBLE_WARN_WIDTH,
+    SchemaAutomaton,
+    budget_findings,
+    compile_automaton,
+    whitespace_findings,
+)
+from maskc.compiler.lint.recursion import SchemaFront, recursion_findings, schema_front
+
+__all__ = ["RULES", "check", "front_of", "automaton_of"]
+
+RULES: list[RuleInfo] = [
+    RuleInfo(
+        id="unbounded-recursion", severity="warning",
+        summary="A recursive $ref: the schema sets no bound on nesting depth.",
+        why="A recursive schema admits outputs of any depth; a model that keeps opening nested "
+            "objects never reaches EOS on its own. maskc stops the nesting at --max-depth at "
+            "run time, but the schema says nothing, so every other consumer is unprotected.",
+        example='{"$defs": {"node": {"type": "object", "properties": {"children": {"type": "array", '
+                '"items": {"$ref": "#/$defs/node"}}}}}, "$ref": "#/$defs/node"}',
+        fix="choose --max-depth deliberately (the depth real documents need), or unroll the "
+            "recursion into a fixed number of levels",
+    ),
+    RuleInfo(
+        id="no-base-case", severity="error",
+        summary="A reference cycle with no finite instance: every way through it recurses again.",
+        why="No finite JSON value satisfies the cycle, so a model that enters it can never stop "
+            "(and if the root is on it, the schema admits no value at all).",
+        example='{"$defs": {"n": {"type": "object", "properties": {"next": {"$ref": "#/$defs/n"}}, '
+                '"required": ["next"]}}, "$ref": "#/$defs/n"}',
+        fix="give the cycle a way out: make the recursive property optional, allow null "
+            "(anyOf with {\"type\": \"null\"}), or let the array be empty (minItems: 0)",
+    ),
+    RuleInfo(
+        id="whitespace-runaway", severity="warning",
+        summary="Whitespace the output can repeat without end (a pattern's \\s*, a wide flexible policy).",
+        why="Models under constraint are known to idle on whitespace: a pattern such as "
+            "^\\s*[A-Z]{3}\\s*$ looks bounded but lets a generation pad with spaces until "
+            "max_tokens. maskc's own policies (compact, pretty, flexible:N) bound every run; "
+            f"flexible:N with N over {FLEXIBLE_WARN_WIDTH} is reported as info.",
+        example='{"type": "string", "pattern": "^\\\\s*[A-Z]{3}\\\\s*$"}',
+        fix="drop the \\s* around the pattern (trim after decoding), or bound it: \\s{0,2}",
+    ),
+    RuleInfo(
+        id="max-tokens-budget", severity="info",
+        summary="The worst-case output length, in bytes and (with --tokenizer) in tokens.",
+        why="A max_tokens below the longest valid output truncates valid JSON; this is the "
+            "smallest max_tokens that never does, computed on the compiled automaton (the "
+            "longest path, at one byte per token, and as the longest path of whole tokens of "
+            "the tokenizer). Unbounded schemas get no budget: the termination rules report them.",
+        example='{"type": "string", "maxLength": 3}',
+        fix="set max_tokens to at least the reported budget",
+    ),
+    RuleInfo(
+        id="unenforced-keyword", severity="warning",
+        summary="A keyword the grammar cannot enforce (multipleOf, uniqueItems, not, ...).",
+        why="maskc refuses these by default and compiles without them under --lenient: the "
+            "decoded output may violate them.",
+        example='{"type": "array", "items": {"type": "integer"}, "uniqueItems": true}',
+        fix="validate the output against the schema after decoding, or express the constraint "
+            "with enforced keywords",
+    ),
+    RuleInfo(
+        id="unknown-format", severity="warning",
+        summary="A string format maskc does not know, so it is not enforced.",
+        why="Known formats (date, date-time, time, email, uuid, uri, ipv4, ipv6, hostname) compile "
+            "to exact or documented-subset regexes; any other format compiles as a free string.",
+        example='{"type": "string", "format": "phone"}',
+        fix="use a pattern for the format, or validate it after decoding",
+    ),
+]
+
+
+def front_of(ctx: LintContext) -> SchemaFront | None:
+    """The front end's run over ``ctx.schema`` (compact, lenient), computed once."""
+    got: SchemaFront | None = ctx.shared("termination.front", lambda: schema_front(ctx.schema, ctx.options))
+    return got
+
+
+def automaton_of(ctx: LintContext) -> SchemaAutomaton:
+    """The schema's automaton in ``ctx.options``'s whitespace and depth, computed once."""
+    def compute() -> SchemaAutomaton:
+        front = front_of(ctx)
+        reuse = front.grammar if front is not None and ctx.options.whitespace.mode == "compact" else None
+        return compile_automaton(ctx.schema, ctx.options, reuse)
+
+    got: SchemaAutomaton = ctx.shared("automaton", compute)
+    return got
+
+
+def check(ctx: LintContext) -> Iterable[Finding]:
+    front = front_of(ctx)
+    if front is not None:
+        yield from recursion_findings(front, ctx.options.max_depth)
+    yield from whitespace_findings(ctx.nodes(), ctx.options)
+    yield from budget_findings(automaton_of(ctx), ctx.tokenizer)
+    if front is not None:
+        yield from _unenforced(front, ctx.options.lenient)
+
+
+def _unenforced(front: SchemaFront, lenient: bool) -> Iterable[Finding]:
+    mode = ("compiled without it (--lenient)" if lenient
+            else "maskc compile refuses it unless --lenient, which compiles without it")
+    for entry in front.not_enforced:
+        kw = entry.get("keyword", "")
+        pointer = entry.get("pointer", "")
+        if pointer.startswith("#"):
+            pointer = pointer[1:]
+        detail = entry.get("detail", "")
+        data = {"keyword": kw, **({"detail": detail} if detail else {})}
+        if kw == "format" and detail.startswith("unknown format"):
+            yield Finding(rule="unknown-format", severity="warning", pointer=pointer,
+                          message=f"{detail}: not enforced ({mode}); validate it after decoding", data=data)
+            continue
+        what = f"'{kw}' is not enforced by the grammar" + (f" ({detail})" if detail else "")
+        yield Finding(rule="unenforced-keyword", severity="warning", pointer=pointer,
+                      message=f"{what}: {mode}; validate the output after decoding", data=data)
