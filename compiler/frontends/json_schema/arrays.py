@@ -40,13 +40,18 @@ class ArraysMixin(Base):
         if counted > 1 and tail != NOTHING:
             # A DFA counts items by copying the item's automaton once per position.
             max_states = self.options.limits.max_states
-            size = _dfa_size(map_refs(tail, _call_edge) if self.recursive else tail, max_states)
+            # Lowering stops as soon as the item is too large to count: the estimate only has to
+            # tell whether size * counted exceeds the budget, so a huge item costs no more.
+            cap = max_states // 4 // counted + 1
+            size = _dfa_size(map_refs(tail, _call_edge) if self.recursive else tail, cap)
             if size * counted > max_states // 4:
                 kw = "maxItems" if hi is not None else "minItems"
-                need = f"counting {counted} items of ~{size} states each needs ~{size * counted} states"
+                each = f"~{size}" if size <= cap else f"over {cap}"
+                total = f"~{size * counted}" if size <= cap else f"over {cap * counted}"
+                need = f"counting {counted} items of {each} states each needs {total} states"
                 if not self.options.lenient:
                     raise StateLimitExceeded(
-                        f"{kw} {hi if hi is not None else lo} counts items of ~{size} states each; the "
+                        f"{kw} {hi if hi is not None else lo} counts items of {each} states each; the "
                         f"repeat (at most a quarter of max_states {max_states})", limit=max_states // 4,
                         got=size * counted, pointer=_ptr(pointer, kw),
                         hint=f"a counted repeat may take a quarter of max_states ({max_states}): raise "
@@ -99,12 +104,14 @@ def _call_edge(_ref: RuleRef) -> Node:
     return lit(b"\x00")  # a call is one edge: count it as one byte
 
 
-def _dfa_size(node: Node, limit: int) -> int:
-    """A cheap estimate of the DFA size of ``node`` (half its NFA states; the limit if larger)."""
-    from maskc.compiler.errors import LimitExceeded
+def _dfa_size(node: Node, cap: int) -> int:
+    """A cheap estimate of the DFA size of ``node``: half its NFA states, or ``cap + 1`` when
+    that is more than ``cap`` (lowering stops there)."""
+    from maskc.compiler.errors import StateLimitExceeded
     from maskc.compiler.nfa import lower
 
     try:
-        return lower(node, max_states=limit * 4).size // 2
-    except LimitExceeded:
-        return limit
+        size = lower(node, max_states=2 * cap + 2).size // 2
+    except StateLimitExceeded:
+        return cap + 1
+    return min(size, cap + 1)
