@@ -37,62 +37,67 @@ class ResolvedRules:
         return len(self.names) == 1 and not references(self.bodies[0])
 
 
+def _children(n: Node) -> list[Node]:
+    if isinstance(n, (Seq, Alt)):
+        return list(n.items)
+    if isinstance(n, Repeat):
+        return [n.item]
+    if isinstance(n, Fields):
+        return [x for x, _ in n.items] + [x for x in (n.first, n.sep, n.close_nonempty, n.close_empty, n.rest)
+                                          if x is not None]
+    if isinstance(n, Product):
+        return [n.a, n.b]
+    return []
+
+
 def references(node: Node) -> set[str]:
-    """Names of the rules ``node`` refers to."""
+    """Names of the rules ``node`` refers to.
+
+    Front ends share sub-nodes (a ``$ref`` used in many places is one object), so the walk
+    visits each distinct node once: linear in the DAG, not in the tree it unfolds to.
+    """
     out: set[str] = set()
+    seen: set[int] = set()
     stack = [node]
     while stack:
         n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
         if isinstance(n, RuleRef):
             out.add(n.name)
-        elif isinstance(n, (Seq, Alt)):
-            stack.extend(n.items)
-        elif isinstance(n, Repeat):
-            stack.append(n.item)
-        elif isinstance(n, Fields):
-            stack.extend(x for x, _ in n.items)
-            stack.extend(x for x in (n.first, n.sep, n.close_nonempty, n.close_empty, n.rest) if x is not None)
-        elif isinstance(n, Product):
-            stack.extend((n.a, n.b))
+        else:
+            stack.extend(_children(n))
     return out
 
 
-def _ref_list(node: Node) -> list[str]:
-    """Every reference of ``node``, with repeats."""
-    out: list[str] = []
-    stack = [node]
+def _tree_counts(node: Node, memo: dict[int, tuple[int, dict[str, int]]]) -> tuple[int, dict[str, int]]:
+    """The size of ``node``'s tree (its nodes, repeats counted) and how many times each rule is
+    referenced in it, computed once per distinct node (``memo`` is keyed by ``id``; the caller
+    keeps the nodes alive)."""
+    got = memo.get(id(node))
+    if got is not None:
+        return got
+    # Post-order without recursion: deep grammars exceed Python's stack.
+    stack: list[tuple[Node, bool]] = [(node, False)]
     while stack:
-        n = stack.pop()
-        if isinstance(n, RuleRef):
-            out.append(n.name)
-        elif isinstance(n, (Seq, Alt)):
-            stack.extend(n.items)
-        elif isinstance(n, Repeat):
-            stack.append(n.item)
-        elif isinstance(n, Fields):
-            stack.extend(x for x, _ in n.items)
-            stack.extend(x for x in (n.first, n.sep, n.close_nonempty, n.close_empty, n.rest) if x is not None)
-        elif isinstance(n, Product):
-            stack.extend((n.a, n.b))
-    return out
-
-
-def _size(node: Node) -> int:
-    count = 0
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        count += 1
-        if isinstance(n, (Seq, Alt)):
-            stack.extend(n.items)
-        elif isinstance(n, Repeat):
-            stack.append(n.item)
-        elif isinstance(n, Fields):
-            stack.extend(x for x, _ in n.items)
-            stack.extend(x for x in (n.first, n.sep, n.close_nonempty, n.close_empty, n.rest) if x is not None)
-        elif isinstance(n, Product):
-            stack.extend((n.a, n.b))
-    return count
+        n, ready = stack.pop()
+        if id(n) in memo:
+            continue
+        kids = _children(n)
+        if not ready:
+            stack.append((n, True))
+            stack.extend((k, False) for k in kids if id(k) not in memo)
+            continue
+        size = 1
+        refs: dict[str, int] = {n.name: 1} if isinstance(n, RuleRef) else {}
+        for k in kids:
+            ks, kr = memo[id(k)]
+            size += ks
+            for r, c in kr.items():
+                refs[r] = refs.get(r, 0) + c
+        memo[id(n)] = (size, refs)
+    return memo[id(node)]
 
 
 def _cyclic(graph: dict[str, set[str]]) -> set[str]:
@@ -140,18 +145,27 @@ def _cyclic(graph: dict[str, set[str]]) -> set[str]:
     return out
 
 
-def _split(node: Node, name: str, at_end: bool) -> tuple[list[Node], list[Node]] | None:
+def _split(node: Node, name: str, at_end: bool,
+           refs: dict[int, set[str]] | None = None) -> tuple[list[Node], list[Node]] | None:
     """``node`` as ``L name | A`` (``at_end``) or ``name L | A``, with ``L`` and ``A`` lists of
     alternatives free of ``name``, when ``name`` occurs only at that end; else None."""
+    memo: dict[int, set[str]] = {} if refs is None else refs
+
+    def mentions(x: Node) -> bool:
+        got = memo.get(id(x))
+        if got is None:
+            got = memo[id(x)] = references(x)
+        return name in got
+
     if isinstance(node, RuleRef) and node.name == name:
         return [EMPTY], []
-    if name not in references(node):
+    if not mentions(node):
         return [], [node]
     if isinstance(node, Alt):
         loops: list[Node] = []
         exits: list[Node] = []
         for item in node.items:
-            got = _split(item, name, at_end)
+            got = _split(item, name, at_end, memo)
             if got is None:
                 return None
             loops += got[0]
@@ -159,16 +173,16 @@ def _split(node: Node, name: str, at_end: bool) -> tuple[list[Node], list[Node]]
         return loops, exits
     if isinstance(node, Seq):
         edge, others = (node.items[-1], node.items[:-1]) if at_end else (node.items[0], node.items[1:])
-        if any(name in references(x) for x in others):
+        if any(mentions(x) for x in others):
             return None
-        got = _split(edge, name, at_end)
+        got = _split(edge, name, at_end, memo)
         if got is None:
             return None
         if at_end:
             return [seq(*others, x) for x in got[0]], [seq(*others, x) for x in got[1]]
         return [seq(x, *others) for x in got[0]], [seq(x, *others) for x in got[1]]
     if isinstance(node, Repeat) and node.min == 0 and node.max == 1:
-        got = _split(node.item, name, at_end)
+        got = _split(node.item, name, at_end, memo)
         return None if got is None else (got[0], [EMPTY, *got[1]])
     return None
 
@@ -221,10 +235,11 @@ def resolve_rules(grammar: Grammar) -> ResolvedRules:
                 work.append(r)
     graph = {n: graph[n] for n in bodies if n in reach}
     keep = _cyclic(graph)
+    counts: dict[int, tuple[int, dict[str, int]]] = {}
     uses: dict[str, int] = {}
     for n in graph:
-        for r in _ref_list(bodies[n]):
-            uses[r] = uses.get(r, 0) + 1
+        for r, c in _tree_counts(bodies[n], counts)[1].items():
+            uses[r] = uses.get(r, 0) + c
     # Sizes after inlining, bottom up: a rule used more than once whose expansion is large
     # stays a call, so a DAG of small rules (a tree unrolled per depth) cannot blow up.
     expanded: dict[str, int] = {}
@@ -233,7 +248,8 @@ def resolve_rules(grammar: Grammar) -> ResolvedRules:
         got = expanded.get(n)
         if got is None:
             expanded[n] = 1  # guards cycles (kept rules are calls: size 1)
-            got = _size(bodies[n]) + sum(1 if r in keep else size_of(r) for r in _ref_list(bodies[n]))
+            size, refs = _tree_counts(bodies[n], counts)
+            got = size + sum(c * (1 if r in keep else size_of(r)) for r, c in refs.items())
             if n not in keep and uses.get(n, 0) > 1 and got > INLINE_MAX_NODES:
                 keep.add(n)
                 got = 1
@@ -243,8 +259,15 @@ def resolve_rules(grammar: Grammar) -> ResolvedRules:
     for n in graph:
         size_of(n)
     memo: dict[str, Node] = {}
+    done: dict[int, Node] = {}  # by id: shared sub-nodes are expanded once
 
     def expand(node: Node) -> Node:
+        got = done.get(id(node))
+        if got is None:
+            got = done[id(node)] = _expand(node)
+        return got
+
+    def _expand(node: Node) -> Node:
         if isinstance(node, RuleRef):
             if node.name in keep:
                 return node
