@@ -10,6 +10,7 @@ becomes bytes: plain UTF-8 for ``compile_regex``, JSON string escaping inside ``
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 
 import interegular
@@ -215,6 +216,9 @@ class _Converter:
 def regex_to_ir(pattern: str, encode: CharEncoder | None = None, *, search: bool = False) -> Node:
     """Parse ``pattern`` into IR.
 
+    Results are memoized (IR is immutable): a schema that repeats a pattern, and the linter
+    that compiles each subschema of a document, parse it once.
+
     Args:
         pattern: the regular expression.
         encode: turns a set of code points into IR (default: their UTF-8 bytes).
@@ -226,6 +230,11 @@ def regex_to_ir(pattern: str, encode: CharEncoder | None = None, *, search: bool
         RegexSyntaxError: the pattern is malformed (``offset`` says where).
         UnsupportedRegex: a well-formed pattern uses a construct the grammar cannot express.
     """
+    return _regex_to_ir(pattern, encode, search)
+
+
+@functools.lru_cache(maxsize=512)
+def _regex_to_ir(pattern: str, encode: CharEncoder | None, search: bool) -> Node:
     enc = encode or utf8_node
     conv = _Converter(enc, pattern)
     any_char = conv.chars([(0, MAX_CODE_POINT)])

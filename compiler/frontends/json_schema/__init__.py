@@ -58,6 +58,38 @@ class SchemaCompiler(RefsMixin, CombinatorsMixin, ObjectsMixin, ArraysMixin, Sca
             raise EmptyLanguage("the schema admits no value")
         return grammar
 
+    def compile_subschema(self, pointer: str, schema: JsonValue = None) -> Grammar:
+        """The grammar of the subschema at ``pointer`` (RFC 6901; ``""`` is the root), its
+        ``$ref``s resolved against the root, as if it were the document's top.
+
+        ``schema``, when given, is compiled in place of the node at ``pointer`` (a union
+        branch merged with its parent's keywords, say); ``pointer`` then only locates errors.
+        Use a fresh compiler per call: the rules built are kept on ``self``.
+
+        Raises:
+            SchemaError: ``pointer`` names nothing in the document.
+            EmptyLanguage: no value satisfies the subschema.
+        """
+        if schema is None:
+            target: JsonValue = self.root
+            for raw in pointer.split("/")[1:] if pointer else []:
+                part = raw.replace("~1", "/").replace("~0", "~")
+                if isinstance(target, dict) and part in target:
+                    target = target[part]
+                elif isinstance(target, list) and part.isascii() and part.isdigit() and int(part) < len(target):
+                    target = target[int(part)]
+                else:
+                    raise SchemaError(f"no subschema at {pointer!r}", pointer=pointer)
+            found = target
+            # keyed like a "$ref": "#<pointer>", so a reference back to it recurses into a rule
+            top = self.expand("#" + pointer, lambda: self.value(found, pointer or "#", 0), 0, "$ref", pointer)
+        else:
+            top = self.value(schema, pointer, 0)
+        grammar = self.grammar(top)
+        if grammar.body == NOTHING:
+            raise EmptyLanguage(f"the subschema at {pointer or '/'} admits no value")
+        return grammar
+
     def value(self, schema: JsonValue, pointer: str, depth: int) -> Node:
         if schema is True or schema == {}:
             return self.any_value(depth)
