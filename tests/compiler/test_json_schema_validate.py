@@ -203,3 +203,18 @@ def test_scaled_limits_grow_the_nfa_bound_with_max_states() -> None:
     big = Limits.scaled(max_states=1_000_000, max_seconds=10)
     assert big.max_nfa_states == 10_000_000 and big.max_seconds == 10
     assert Limits.scaled(max_states=100).max_nfa_states == Limits().max_nfa_states
+
+
+def test_the_front_end_stops_at_the_compile_deadline() -> None:
+    # Recursive oneOf branches whose disjointness needs a large product automaton: the proof
+    # runs under the compile's deadline, and running out is a time limit, not a hang.
+    from maskc.compiler.errors import TimeLimitExceeded
+    from maskc.compiler.frontends.json_schema import schema_to_ir
+    from maskc.compiler.options import CompileOptions, Limits
+
+    schema = {"$defs": {"t": {"type": "array", "items": {"$ref": "#/$defs/t"}}},
+              "oneOf": [{"$ref": "#/$defs/t"},
+                        {"type": "array", "items": {"type": "string", "pattern": "^(a|b){300}$"}}]}
+    with pytest.raises(TimeLimitExceeded) as e:
+        schema_to_ir(schema, CompileOptions(limits=Limits(max_seconds=1e-6)))
+    assert e.value.limit == pytest.approx(1e-6)

@@ -11,7 +11,7 @@ keyword family: :mod:`.refs`, :mod:`.combinators`, :mod:`.objects`, :mod:`.array
 
 from __future__ import annotations
 
-from maskc.compiler.errors import EmptyLanguage, SchemaError
+from maskc.compiler.errors import EmptyLanguage, SchemaError, TimeLimitExceeded
 from maskc.compiler.frontends.json_schema.arrays import ArraysMixin
 from maskc.compiler.frontends.json_schema.base import (
     ANNOTATIONS,
@@ -190,3 +190,5 @@ def schema_to_ir(schema: JsonValue, options: CompileOptions) -> tuple[Grammar, l
             "the schema nests too deeply (or its allOf/$ref chains loop)",
             hint="simplify the nesting of allOf/anyOf/$ref",
         ) from None
+    except TimeLimitExceeded:
+        raise TimeLimitExceeded("compile time (s)", limit=options.limits.max_seconds) from None

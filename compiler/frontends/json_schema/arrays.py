@@ -43,7 +43,7 @@ class ArraysMixin(Base):
             # Lowering stops as soon as the item is too large to count: the estimate only has to
             # tell whether size * counted exceeds the budget, so a huge item costs no more.
             cap = max_states // 4 // counted + 1
-            size = _dfa_size(map_refs(tail, _call_edge) if self.recursive else tail, cap)
+            size = _dfa_size(map_refs(tail, _call_edge) if self.recursive else tail, cap, self.deadline)
             if size * counted > max_states // 4:
                 kw = "maxItems" if hi is not None else "minItems"
                 each = f"~{size}" if size <= cap else f"over {cap}"
@@ -104,14 +104,14 @@ def _call_edge(_ref: RuleRef) -> Node:
     return lit(b"\x00")  # a call is one edge: count it as one byte
 
 
-def _dfa_size(node: Node, cap: int) -> int:
+def _dfa_size(node: Node, cap: int, deadline: float) -> int:
     """A cheap estimate of the DFA size of ``node``: half its NFA states, or ``cap + 1`` when
     that is more than ``cap`` (lowering stops there)."""
     from maskc.compiler.errors import StateLimitExceeded
     from maskc.compiler.nfa import lower
 
     try:
-        size = lower(node, max_states=2 * cap + 2).size // 2
+        size = lower(node, max_states=2 * cap + 2, deadline=deadline).size // 2
     except StateLimitExceeded:
         return cap + 1
     return min(size, cap + 1)

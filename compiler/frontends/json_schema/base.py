@@ -9,6 +9,7 @@ families together.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -108,6 +109,8 @@ class Base:
     def __init__(self, root: JsonValue, options: CompileOptions) -> None:
         self.root = root
         self.options = options
+        # The front end's own automata (oneOf disjointness, counted-item sizes) stop here too.
+        self.deadline = time.monotonic() + options.limits.max_seconds
         self.not_enforced: list[dict[str, str]] = []
         self.rules: dict[str, Node] = {}
         self.active: list[tuple[str, int]] = []

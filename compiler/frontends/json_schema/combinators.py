@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 
-from maskc.compiler.errors import LimitExceeded, SchemaError, UnsupportedKeyword
+from maskc.compiler.errors import SchemaError, StateLimitExceeded, UnsupportedKeyword
 from maskc.compiler.frontends.json_schema.base import ANNOTATIONS, TYPES, Base, JsonValue, ptr
 from maskc.compiler.frontends.json_schema.refs import has_ref, map_refs
 from maskc.compiler.ir import Alt, ByteSet, Node, Product, Repeat, RuleRef, Seq, alt, byte_range, rep
@@ -174,7 +174,7 @@ class CombinatorsMixin(Base):
         """Whether no two branches share a string, each reference widened to any bytes."""
         wide = [map_refs(n, _widen) for n in nodes]
         limit = min(self.options.limits.max_states, _DISJOINT_MAX_STATES)
-        return all(_disjoint(x, y, limit) for i, x in enumerate(wide) for y in wide[i + 1 :])
+        return all(_disjoint(x, y, limit, self.deadline) for i, x in enumerate(wide) for y in wide[i + 1 :])
 
 
 def _first_bytes_disjoint(nodes: list[Node]) -> bool:
@@ -235,13 +235,18 @@ def _widen(_ref: RuleRef) -> Node:
     return _ANY_BYTES
 
 
-def _disjoint(a: Node, b: Node, limit: int) -> bool:
-    """Whether two regular languages share no string (False when it cannot be decided)."""
+def _disjoint(a: Node, b: Node, limit: int, deadline: float) -> bool:
+    """Whether two regular languages share no string (False when a state limit leaves it open).
+
+    Raises:
+        TimeLimitExceeded: past the compile's deadline.
+    """
     from maskc.compiler.dfa import coreachable, determinize
     from maskc.compiler.nfa import lower
 
     try:
-        dfa = determinize(lower(Product(a, b, "and"), max_states=limit * 4), max_states=limit)
-    except LimitExceeded:
+        nfa = lower(Product(a, b, "and"), max_states=limit * 4, deadline=deadline)
+        dfa = determinize(nfa, max_states=limit, deadline=deadline)
+    except StateLimitExceeded:
         return False
     return not bool(coreachable(dfa.trans, dfa.accepting)[0])
