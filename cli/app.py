@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from maskc.cli.command import MaskcCommand, MaskcGroup
-from maskc.cli.commands import cache, check, compile, inspect, trace
+from maskc.cli.commands import audit, cache, check, compile, inspect, lint, trace
 from maskc.cli.errors import EXIT_INTERNAL, report
 
 __all__ = ["app", "main"]
@@ -25,12 +25,14 @@ app = typer.Typer(
     help="The mask compiler for grammar-constrained decoding: JSON Schema, regex and choice "
     "lists → precomputed token-mask artifacts.",
     epilog="Set MASKC_DEBUG=1 for tracebacks. Exit codes: 0 ok, 1 compile failures or a "
-    "failed check/trace, 2 bad invocation or input, 3 internal error.",
+    "failed check/trace, findings at --fail-on (lint, audit), 2 bad invocation or input, 3 internal error.",
 )
 app.command("compile", cls=MaskcCommand, epilog=compile.EPILOG)(compile.compile_command)
 app.command("inspect", cls=MaskcCommand, epilog=inspect.EPILOG)(inspect.inspect_command)
 app.command("check", cls=MaskcCommand, epilog=check.EPILOG)(check.check_command)
 app.command("trace", cls=MaskcCommand, epilog=trace.EPILOG)(trace.trace_command)
+app.command("lint", cls=MaskcCommand, epilog=lint.EPILOG)(lint.lint_command)
+app.command("audit", cls=MaskcCommand, epilog=audit.EPILOG)(audit.audit_command)
 app.add_typer(cache.cache_app)
 
 

@@ -23,7 +23,8 @@ __all__ = ["IGNORE_KEY", "LintContext", "RULE_MODULES", "all_rules", "lint_schem
 
 # The modules that hold rules, in the order their findings are reported.
 RULE_MODULES: tuple[str, ...] = (
-    "maskc.compiler.lint.structure",    # unbounded-*, optional-field, free-text-enum, nullable/mixed unions, schema-error
+    "maskc.compiler.lint.structure",    # unbounded-*, nullable/mixed unions
+    "maskc.compiler.lint.fields",       # optional-field, free-text-enum, schema-error
     "maskc.compiler.lint.unions",       # ambiguous-union and unsatisfiable, on the compiler's automata
     "maskc.compiler.lint.termination",  # unbounded-recursion, no-base-case, whitespace-runaway, max-tokens-budget,
                                         # unenforced-keyword, unknown-format
