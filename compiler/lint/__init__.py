@@ -9,6 +9,7 @@ configuration and rendering are the CLI's business.
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from types import ModuleType
@@ -16,10 +17,10 @@ from typing import Any
 
 from maskc.compiler.findings import Finding, RuleInfo, register, rules
 from maskc.compiler.lint.walk import Node, walk
-from maskc.compiler.options import CompileOptions
+from maskc.compiler.options import CompileOptions, Limits
 from maskc.compiler.vocab import Vocabulary
 
-__all__ = ["IGNORE_KEY", "LintContext", "RULE_MODULES", "all_rules", "lint_schema", "load_rules"]
+__all__ = ["IGNORE_KEY", "LINT_BUDGET_SECONDS", "LintContext", "RULE_MODULES", "all_rules", "lint_schema", "load_rules"]
 
 # The modules that hold rules, in the order their findings are reported.
 RULE_MODULES: tuple[str, ...] = (
@@ -55,6 +56,21 @@ class LintContext:
     profile: dict[str, Any] | None = None
     base_pointer: str = ""
     memo: dict[str, Any] = field(default_factory=dict)
+    deadline: float | None = None  # time.monotonic() value; set by lint_schema from its budget
+
+    def seconds_left(self, cap: float = float("inf")) -> float:
+        """Time left for an analysis, at most ``cap`` (0 once the schema's budget is spent)."""
+        left = cap if self.deadline is None else min(cap, self.deadline - time.monotonic())
+        return max(left, 0.0)
+
+    def bounded(self, limits: Limits) -> Limits:
+        """``limits`` with no more time than the schema's budget has left (a compile given no
+        time fails at once with a time limit, which rules report as "not analysed")."""
+        return replace(limits, max_seconds=max(self.seconds_left(limits.max_seconds), 1e-3))
+
+    def bounded_options(self) -> CompileOptions:
+        """``options`` under :meth:`bounded` limits."""
+        return replace(self.options, limits=self.bounded(self.options.limits))
 
     def nodes(self) -> list[Node]:
         """Every subschema with its pointer (computed once)."""
@@ -106,13 +122,20 @@ def _ignored_at(schema: Any, pointer: str) -> set[str]:
     return ignored
 
 
+LINT_BUDGET_SECONDS = 30.0
+"""Time one schema's analyses may take together; past it, rules that compile automata report
+what they could not decide instead of running on."""
+
+
 def lint_schema(ctx: LintContext, *, select: Sequence[str] | None = None,
-                ignore: Sequence[str] = ()) -> list[Finding]:
+                ignore: Sequence[str] = (), budget_seconds: float = LINT_BUDGET_SECONDS) -> list[Finding]:
     """Run the rules (all, or ``select``; minus ``ignore``) over ``ctx.schema``.
 
     A finding is dropped when its node or an ancestor lists its rule in ``x-maskc-ignore``.
-    Pointers are made absolute with ``ctx.base_pointer``.
+    Pointers are made absolute with ``ctx.base_pointer``. The rules share ``budget_seconds``.
     """
+    if ctx.deadline is None:
+        ctx.deadline = time.monotonic() + budget_seconds
     wanted = set(select) if select else None
     found: list[Finding] = []
     for module, infos in load_rules():

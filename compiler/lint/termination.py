@@ -20,7 +20,7 @@ from maskc.compiler.lint.budget import (
     compile_automaton,
     whitespace_findings,
 )
-from maskc.compiler.lint.recursion import SchemaFront, recursion_findings, schema_front
+from maskc.compiler.lint.recursion import LINT_LIMITS, SchemaFront, recursion_findings, schema_front
 
 __all__ = ["RULES", "check", "front_of", "automaton_of"]
 
@@ -88,7 +88,7 @@ RULES: list[RuleInfo] = [
 
 def front_of(ctx: LintContext) -> SchemaFront | None:
     """The front end's run over ``ctx.schema`` (compact, lenient), computed once."""
-    got: SchemaFront | None = ctx.shared("termination.front", lambda: schema_front(ctx.schema, ctx.options))
+    got: SchemaFront | None = ctx.shared("termination.front", lambda: schema_front(ctx.schema, ctx.bounded_options()))
     return got
 
 
@@ -97,7 +97,7 @@ def automaton_of(ctx: LintContext) -> SchemaAutomaton:
     def compute() -> SchemaAutomaton:
         front = front_of(ctx)
         reuse = front.grammar if front is not None and ctx.options.whitespace.mode == "compact" else None
-        return compile_automaton(ctx.schema, ctx.options, reuse)
+        return compile_automaton(ctx.schema, ctx.bounded_options(), reuse, limits=ctx.bounded(LINT_LIMITS))
 
     got: SchemaAutomaton = ctx.shared("automaton", compute)
     return got

@@ -106,7 +106,7 @@ class _Analysis:
 
 
 def check(ctx: LintContext) -> Iterable[Finding]:
-    a = _Analysis(ctx, analysis_options(ctx.options), time.monotonic() + BUDGET_SECONDS)
+    a = _Analysis(ctx, analysis_options(ctx.bounded_options()), time.monotonic() + ctx.seconds_left(BUDGET_SECONDS))
     valid = ctx.shared(SCHEMA_ERROR_KEY, lambda: _schema_error(ctx.schema)) is None
     # a schema that breaks its metaschema is schema-error's finding; only its keywords are read here
     found = list(_unsatisfiable(a, automata=valid))
@@ -115,8 +115,8 @@ def check(ctx: LintContext) -> Iterable[Finding]:
     if a.out_of_time:
         found.append(Finding(
             "ambiguous-union", "info", "",
-            f"the union and satisfiability analysis stopped after {BUDGET_SECONDS:g} s; parts of the schema "
-            "were not analysed",
+            "the union and satisfiability analysis ran out of time (at most "
+            f"{BUDGET_SECONDS:g} s, within the schema's lint budget); parts of the schema were not analysed",
         ))
     return found
 

@@ -266,3 +266,17 @@ def test_rules_are_registered_with_docs() -> None:
 ])
 def test_malformed_schemas_give_no_finding_and_no_crash(schema: Any) -> None:
     assert lint(schema, "ambiguous-union") == [] and lint(schema, "unsatisfiable") == []
+
+
+def test_a_spent_budget_reports_what_was_not_analysed() -> None:
+    # With no time left the automata rules say what they did not decide; they never read
+    # "out of time" as "no overlap" and never run on past the budget.
+    from maskc.compiler.lint import LintContext, lint_schema
+
+    schema = {"type": "object", "required": ["a"],
+              "properties": {"a": {"anyOf": [{"type": "string"}, {"type": "string", "maxLength": 3}]}}}
+    spent = lint_schema(LintContext(schema), budget_seconds=0.0, select=["ambiguous-union", "max-tokens-budget"])
+    assert {(f.rule, f.severity) for f in spent} == {("ambiguous-union", "info"), ("max-tokens-budget", "info")}
+    assert all(f.pointer == "" for f in spent)
+    full = lint_schema(LintContext(schema), select=["ambiguous-union"])
+    assert [(f.rule, f.pointer, f.witness) for f in full] == [("ambiguous-union", "/properties/a/anyOf", '""')]
