@@ -10,9 +10,12 @@ nodes; :mod:`maskc.compiler.rules` inlines what is not recursive and
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Union
 
 __all__ = [
+    "children",
+    "map_nodes",
     "ByteSet",
     "Seq",
     "Alt",
@@ -302,3 +305,60 @@ def star(item: Node) -> Node:
 
 def plus(item: Node) -> Node:
     return rep(item, 1, None)
+
+
+def children(node: Node) -> tuple[Node, ...]:
+    """The nodes ``node`` is built from, in order (none for a byte set or a reference)."""
+    if isinstance(node, (Seq, Alt)):
+        return node.items
+    if isinstance(node, Repeat):
+        return (node.item,)
+    if isinstance(node, Fields):
+        parts = [x for x, _ in node.items] + [node.first, node.sep, node.close_nonempty]
+        return tuple(parts + [x for x in (node.close_empty, node.rest) if x is not None])
+    if isinstance(node, Product):
+        return (node.a, node.b)
+    return ()
+
+
+def map_nodes(node: Node, match: Callable[[Node], bool], f: Callable[[Node], Node]) -> Node:
+    """``node`` with every sub-node that ``match``es replaced by ``f(sub-node)``, rebuilt through
+    the normalizing constructors. Sub-nodes holding no match are kept as they are, and each
+    shared sub-node is visited once (the IR is a DAG)."""
+    memo: dict[int, Node] = {}
+    holds: dict[int, bool] = {}
+
+    def has(n: Node) -> bool:
+        got = holds.get(id(n))
+        if got is None:
+            got = holds[id(n)] = match(n) or any(has(c) for c in children(n))
+        return got
+
+    def go(n: Node) -> Node:
+        if not has(n):
+            return n
+        got = memo.get(id(n))
+        if got is not None:
+            return got
+        out: Node
+        if match(n):
+            out = f(n)
+        elif isinstance(n, Seq):
+            out = seq(*(go(x) for x in n.items))
+        elif isinstance(n, Alt):
+            out = alt(*(go(x) for x in n.items))
+        elif isinstance(n, Repeat):
+            out = rep(go(n.item), n.min, n.max)
+        elif isinstance(n, Fields):
+            out = Fields(
+                tuple((go(x), r) for x, r in n.items), go(n.first), go(n.sep), go(n.close_nonempty),
+                None if n.close_empty is None else go(n.close_empty), None if n.rest is None else go(n.rest),
+            )
+        elif isinstance(n, Product):
+            out = Product(go(n.a), go(n.b), n.op)
+        else:
+            out = n
+        memo[id(n)] = out
+        return out
+
+    return go(node)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from maskc.compiler.errors import GrammarError
-from maskc.compiler.ir import EMPTY, Alt, ByteSet, Fields, Grammar, Node, Product, Repeat, RuleRef, Seq, alt, rep, seq, star
+from maskc.compiler.ir import EMPTY, Alt, ByteSet, Fields, Grammar, Node, Product, Repeat, RuleRef, Seq, alt, children, rep, seq, star
 
 __all__ = ["ResolvedRules", "resolve_rules", "references"]
 
@@ -37,19 +37,6 @@ class ResolvedRules:
         return len(self.names) == 1 and not references(self.bodies[0])
 
 
-def _children(n: Node) -> list[Node]:
-    if isinstance(n, (Seq, Alt)):
-        return list(n.items)
-    if isinstance(n, Repeat):
-        return [n.item]
-    if isinstance(n, Fields):
-        return [x for x, _ in n.items] + [x for x in (n.first, n.sep, n.close_nonempty, n.close_empty, n.rest)
-                                          if x is not None]
-    if isinstance(n, Product):
-        return [n.a, n.b]
-    return []
-
-
 def references(node: Node) -> set[str]:
     """Names of the rules ``node`` refers to.
 
@@ -67,7 +54,7 @@ def references(node: Node) -> set[str]:
         if isinstance(n, RuleRef):
             out.add(n.name)
         else:
-            stack.extend(_children(n))
+            stack.extend(children(n))
     return out
 
 
@@ -84,7 +71,7 @@ def _tree_counts(node: Node, memo: dict[int, tuple[int, dict[str, int]]]) -> tup
         n, ready = stack.pop()
         if id(n) in memo:
             continue
-        kids = _children(n)
+        kids = children(n)
         if not ready:
             stack.append((n, True))
             stack.extend((k, False) for k in kids if id(k) not in memo)

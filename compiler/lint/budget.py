@@ -24,7 +24,7 @@ from maskc.compiler.errors import LimitExceeded, MaskcError, TimeLimitExceeded
 from maskc.compiler.findings import Finding
 from maskc.compiler.frontends.json_schema import schema_to_ir
 from maskc.compiler.frontends.json_text import canonical_chars
-from maskc.compiler.ir import Alt, Fields, Grammar, Node, Product, Repeat, Seq, lit, seq, star
+from maskc.compiler.ir import Grammar, Node, Product, children, lit, seq, star
 from maskc.compiler.lint.recursion import LINT_LIMITS
 from maskc.compiler.lint.walk import Node as SchemaNode
 from maskc.compiler.options import CompileOptions, Limits, Whitespace
@@ -129,26 +129,13 @@ def _tree_size(roots: list[Node], cap: int) -> int:
         n, done = stack.pop()
         if id(n) in memo:
             continue
-        kids = _children(n)
+        kids = children(n)
         if done or not kids:
             memo[id(n)] = min(1 + sum(memo[id(k)] for k in kids), cap + 1)
             continue
         stack.append((n, True))
         stack.extend((k, False) for k in kids if id(k) not in memo)
     return min(sum(memo[id(r)] for r in roots), cap + 1)
-
-
-def _children(n: Node) -> list[Node]:
-    if isinstance(n, (Seq, Alt)):
-        return list(n.items)
-    if isinstance(n, Repeat):
-        return [n.item]
-    if isinstance(n, Fields):
-        return [x for x, _ in n.items] + [x for x in (n.first, n.sep, n.close_nonempty, n.close_empty, n.rest)
-                                          if x is not None]
-    if isinstance(n, Product):
-        return [n.a, n.b]
-    return []
 
 
 def _class_bytes(dfa: Dfa) -> dict[int, int]:

@@ -24,7 +24,7 @@ from maskc.compiler.dfa import Dfa
 from maskc.compiler.errors import EmptyLanguage, StateLimitExceeded, TimeLimitExceeded
 from maskc.compiler.frontends.json_schema import SchemaCompiler
 from maskc.compiler.frontends.json_schema.refs import map_refs, productive_rules
-from maskc.compiler.ir import EMPTY, NOTHING, Alt, Fields, Grammar, Node, Product, Repeat, RuleRef, Seq, alt, byte_range, rep, seq
+from maskc.compiler.ir import EMPTY, NOTHING, Grammar, Node, Product, byte_range, map_nodes, rep
 from maskc.compiler.options import CompileOptions, Limits
 from maskc.compiler.pipeline import grammar_dfa
 from maskc.compiler.rules import ResolvedRules, resolve_rules
@@ -113,54 +113,8 @@ def compile_subschema(root: Any, pointer: str, options: CompileOptions, schema: 
 
 
 def _map_products(node: Node, f: Callable[[Product], Node]) -> Node:
-    """``node`` with every :class:`Product` replaced by ``f(product)`` (renormalized); subtrees
-    without one are kept as they are."""
-    memo: dict[int, Node] = {}
-    holds: dict[int, bool] = {}
-
-    def has(n: Node) -> bool:
-        got = holds.get(id(n))
-        if got is None:
-            if isinstance(n, Product):
-                got = True
-            elif isinstance(n, (Seq, Alt)):
-                got = any(has(x) for x in n.items)
-            elif isinstance(n, Repeat):
-                got = has(n.item)
-            elif isinstance(n, Fields):
-                got = any(has(x) for x, _ in n.items) or any(
-                    has(x) for x in (n.first, n.sep, n.close_nonempty, n.close_empty, n.rest) if x is not None)
-            else:
-                got = False
-            holds[id(n)] = got
-        return got
-
-    def go(n: Node) -> Node:
-        if not has(n):
-            return n
-        got = memo.get(id(n))
-        if got is not None:
-            return got
-        out: Node
-        if isinstance(n, Product):
-            out = f(n)
-        elif isinstance(n, Seq):
-            out = seq(*(go(x) for x in n.items))
-        elif isinstance(n, Alt):
-            out = alt(*(go(x) for x in n.items))
-        elif isinstance(n, Repeat):
-            out = rep(go(n.item), n.min, n.max)
-        elif isinstance(n, Fields):
-            out = Fields(
-                tuple((go(x), r) for x, r in n.items), go(n.first), go(n.sep), go(n.close_nonempty),
-                None if n.close_empty is None else go(n.close_empty), None if n.rest is None else go(n.rest),
-            )
-        else:
-            out = n
-        memo[id(n)] = out
-        return out
-
-    return go(node)
+    """``node`` with every :class:`Product` replaced by ``f(product)`` (renormalized)."""
+    return map_nodes(node, lambda n: isinstance(n, Product), lambda n: f(n))  # type: ignore[arg-type]
 
 
 def is_empty(sub: Subschema, options: CompileOptions, deadline: float,

@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from maskc.compiler.jsonpointer import escape, join, resolve
+
 __all__ = ["Node", "escape", "join", "resolve_local", "walk"]
 
 # Keywords whose value is one subschema.
@@ -20,15 +22,6 @@ _ONE = ("additionalProperties", "items", "additionalItems", "contains", "not", "
 _LIST = ("prefixItems", "anyOf", "oneOf", "allOf", "items")
 # Keywords whose value maps names to subschemas.
 _MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
-
-
-def escape(token: str) -> str:
-    """One JSON pointer reference token (RFC 6901)."""
-    return token.replace("~", "~0").replace("/", "~1")
-
-
-def join(pointer: str, *tokens: str | int) -> str:
-    return pointer + "".join("/" + escape(str(t)) for t in tokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,13 +67,7 @@ def resolve_local(root: Any, ref: str) -> tuple[str, Any] | None:
     frag = ref[1:]
     if frag and not frag.startswith("/"):
         return None  # an anchor: not resolved here
-    target: Any = root
-    for raw in frag.split("/")[1:] if frag else []:
-        part = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(target, dict) and part in target:
-            target = target[part]
-        elif isinstance(target, list) and part.isascii() and part.isdigit() and int(part) < len(target):
-            target = target[int(part)]
-        else:
-            return None
-    return frag, target
+    try:
+        return frag, resolve(root, frag)
+    except LookupError:
+        return None

@@ -12,6 +12,7 @@ keyword family: :mod:`.refs`, :mod:`.combinators`, :mod:`.objects`, :mod:`.array
 from __future__ import annotations
 
 from maskc.compiler.errors import EmptyLanguage, SchemaError, TimeLimitExceeded
+from maskc.compiler.jsonpointer import resolve as resolve_pointer
 from maskc.compiler.frontends.json_schema.arrays import ArraysMixin
 from maskc.compiler.frontends.json_schema.base import (
     ANNOTATIONS,
@@ -71,16 +72,10 @@ class SchemaCompiler(RefsMixin, CombinatorsMixin, ObjectsMixin, ArraysMixin, Sca
             EmptyLanguage: no value satisfies the subschema.
         """
         if schema is None:
-            target: JsonValue = self.root
-            for raw in pointer.split("/")[1:] if pointer else []:
-                part = raw.replace("~1", "/").replace("~0", "~")
-                if isinstance(target, dict) and part in target:
-                    target = target[part]
-                elif isinstance(target, list) and part.isascii() and part.isdigit() and int(part) < len(target):
-                    target = target[int(part)]
-                else:
-                    raise SchemaError(f"no subschema at {pointer!r}", pointer=pointer)
-            found = target
+            try:
+                found: JsonValue = resolve_pointer(self.root, pointer)
+            except LookupError:
+                raise SchemaError(f"no subschema at {pointer!r}", pointer=pointer) from None
             # keyed like a "$ref": "#<pointer>", so a reference back to it recurses into a rule
             top = self.expand("#" + pointer, lambda: self.value(found, pointer or "#", 0), 0, "$ref", pointer)
         else:

@@ -20,6 +20,7 @@ from urllib.parse import unquote, urldefrag
 from maskc.compiler.errors import SchemaError, UnsupportedKeyword
 from maskc.compiler.frontends.json_schema.base import ANNOTATIONS, Base, JsonValue, ptr
 from maskc.compiler.frontends.json_text import CANONICAL_ANY_CHAR, JSON_CHAR, NUMBER, Layout
+from maskc.compiler.jsonpointer import resolve as resolve_pointer
 from maskc.compiler.ir import (
     NOTHING,
     Alt,
@@ -27,12 +28,13 @@ from maskc.compiler.ir import (
     Fields,
     Grammar,
     Node,
-    Product,
     Repeat,
     RuleRef,
     Seq,
     alt,
+    children,
     lit,
+    map_nodes,
     rep,
     seq,
 )
@@ -81,15 +83,10 @@ class RefsMixin(Base):
             if found is None:
                 raise SchemaError(f"$ref {ref!r} names no $anchor of this schema", pointer=pointer)
             return found
-        target: JsonValue = self.root
-        for raw in frag.split("/")[1:] if frag else []:
-            part = raw.replace("~1", "/").replace("~0", "~")
-            if isinstance(target, dict) and part in target:
-                target = target[part]
-            elif isinstance(target, list) and part.isascii() and part.isdigit() and int(part) < len(target):
-                target = target[int(part)]
-            else:
-                raise SchemaError(f"$ref {ref!r} points nowhere", pointer=pointer)
+        try:
+            target: JsonValue = resolve_pointer(self.root, frag)
+        except LookupError:
+            raise SchemaError(f"$ref {ref!r} points nowhere", pointer=pointer) from None
         return target, frag
 
     def anchors(self) -> dict[str, tuple[JsonValue, str]]:
@@ -240,19 +237,6 @@ def _subschemas(node: JsonValue, where: str) -> Iterator[tuple[dict[str, JsonVal
             yield from _subschemas(v, ptr(where, i))
 
 
-def _children(node: Node) -> tuple[Node, ...]:
-    if isinstance(node, (Seq, Alt)):
-        return node.items
-    if isinstance(node, Repeat):
-        return (node.item,)
-    if isinstance(node, Fields):
-        parts = [x for x, _ in node.items] + [node.first, node.sep, node.close_nonempty]
-        return tuple(parts + [x for x in (node.close_empty, node.rest) if x is not None])
-    if isinstance(node, Product):
-        return (node.a, node.b)
-    return ()
-
-
 def has_ref(node: Node) -> bool:
     """Whether ``node`` holds a :class:`RuleRef` (a walk of its DAG, each shared node once)."""
     seen: set[int] = set()
@@ -261,7 +245,7 @@ def has_ref(node: Node) -> bool:
         n = stack.pop()
         if isinstance(n, RuleRef):
             return True
-        for c in _children(n):
+        for c in children(n):
             if id(c) not in seen:
                 seen.add(id(c))
                 stack.append(c)
@@ -276,7 +260,7 @@ def _refs_in(node: Node) -> list[str]:
     def walk(n: Node) -> None:
         if isinstance(n, RuleRef):
             out[n.name] = None
-        for c in _children(n):
+        for c in children(n):
             if id(c) not in seen:
                 seen.add(id(c))
                 walk(c)
@@ -287,44 +271,7 @@ def _refs_in(node: Node) -> list[str]:
 
 def map_refs(node: Node, f: Callable[[RuleRef], Node]) -> Node:
     """``node`` with every :class:`RuleRef` replaced by ``f(ref)`` (renormalized)."""
-    memo: dict[int, Node] = {}
-    refs: dict[int, bool] = {}
-
-    def holds(n: Node) -> bool:
-        got = refs.get(id(n))
-        if got is None:
-            got = isinstance(n, RuleRef) or any(holds(c) for c in _children(n))
-            refs[id(n)] = got
-        return got
-
-    def go(n: Node) -> Node:
-        if not holds(n):
-            return n
-        got = memo.get(id(n))
-        if got is not None:
-            return got
-        out: Node
-        if isinstance(n, RuleRef):
-            out = f(n)
-        elif isinstance(n, Seq):
-            out = seq(*(go(x) for x in n.items))
-        elif isinstance(n, Alt):
-            out = alt(*(go(x) for x in n.items))
-        elif isinstance(n, Repeat):
-            out = rep(go(n.item), n.min, n.max)
-        elif isinstance(n, Fields):
-            out = Fields(
-                tuple((go(x), r) for x, r in n.items), go(n.first), go(n.sep), go(n.close_nonempty),
-                None if n.close_empty is None else go(n.close_empty), None if n.rest is None else go(n.rest),
-            )
-        elif isinstance(n, Product):
-            out = Product(go(n.a), go(n.b), n.op)
-        else:
-            out = n
-        memo[id(n)] = out
-        return out
-
-    return go(node)
+    return map_nodes(node, lambda n: isinstance(n, RuleRef), lambda n: f(n))  # type: ignore[arg-type]
 
 
 def _productive(node: Node, live: set[str], memo: dict[int, bool]) -> bool:
