@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from maskc.compiler.maskstore import bitmask_words
+from maskc.compiler.utf8 import whole_chars
 
 if TYPE_CHECKING:
     from maskc.artifacts.artifact import Artifact
@@ -134,16 +135,6 @@ def grammar_tag(artifact: Artifact) -> str:
     """``kind:sha-prefix`` of an artifact's grammar, for reprs."""
     meta = artifact.metadata
     return f"{meta.get('grammar_kind', '?')}:{meta.get('grammar_sha256', '?')[:12]}"
-
-
-def whole_chars(data: bytes) -> str:
-    """``data`` cut to whole UTF-8 characters (a forced continuation may end mid-character)."""
-    for cut in range(len(data), max(-1, len(data) - 4), -1):
-        try:
-            return data[:cut].decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-    return ""
 
 
 class Matcher:

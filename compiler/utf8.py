@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from maskc.compiler.ir import ByteSet, Node, NOTHING, alt, seq
 
-__all__ = ["MAX_CODE_POINT", "SURROGATES", "normalize_ranges", "complement", "utf8_node"]
+__all__ = ["MAX_CODE_POINT", "SURROGATES", "normalize_ranges", "complement", "utf8_node", "whole_chars"]
 
 MAX_CODE_POINT = 0x10FFFF
 SURROGATES = (0xD800, 0xDFFF)
@@ -86,3 +86,13 @@ def utf8_node(ranges: Iterable[tuple[int, int]]) -> Node:
     if not parts:
         return NOTHING
     return alt(*parts)
+
+
+def whole_chars(data: bytes) -> str:
+    """``data`` cut to whole UTF-8 characters (a forced continuation may end mid-character)."""
+    for cut in range(len(data), max(-1, len(data) - 4), -1):
+        try:
+            return data[:cut].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    return ""

@@ -32,6 +32,7 @@ from maskc.compiler.dfa import Dfa
 from maskc.compiler.errors import TokenizerError
 from maskc.compiler.maskstore import MaskStore
 from maskc.compiler.pda import Pda
+from maskc.compiler.utf8 import whole_chars
 from maskc.compiler.vocab import Vocabulary
 
 __all__ = ["RULES", "Example", "GrammarAudit", "GrammarCategory", "GrammarTables", "KindCount", "audit_grammar",
@@ -320,7 +321,7 @@ class _Run:
                 ids_by_bytes[self.vocab.token_bytes[i]] = i
         longest = int(self.tok.lens[self.tok.walkable].max(initial=1))
         for s, data in sorted(forced_runs(self.dfa).items()):
-            text = _whole_chars(data)
+            text = whole_chars(data)
             if len(text.encode("utf-8")) < 2:
                 continue
             try:
@@ -336,15 +337,6 @@ class _Run:
                                                    text.encode("utf-8"), f"canonical {show}; greedy path {walk}"),
                             self.show)
         return tally.category("noncanonical-forced", "forced strings tokenized off the canonical path")
-
-
-def _whole_chars(data: bytes) -> str:
-    for cut in range(len(data), max(-1, len(data) - 4), -1):
-        try:
-            return data[:cut].decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-    return ""
 
 
 def _greedy(data: bytes, ids_by_bytes: dict[bytes, int], longest: int) -> list[int]:
