@@ -24,14 +24,14 @@ from maskc.cli.errors import EXIT_FAILED, EXIT_INPUT, EXIT_INTERNAL, INTERNAL_ER
     describe_internal, guard
 from maskc.cli.findings import FailOn, FileReport
 from maskc.cli.lint_config import LintConfig, load_config, parse_rules
-from maskc.cli.options import JsonOpt
+from maskc.cli.options import JsonOpt, WhitespaceOpt
 from maskc.cli.output import Output
 from maskc.compiler.errors import MaskcError
 from maskc.compiler.findings import rule_info
 from maskc.compiler.lint import LintContext, all_rules, lint_schema
 from maskc.compiler.lint.profiles import load_profile
 from maskc.compiler.lint.walk import join
-from maskc.compiler.options import DEFAULT_MAX_DEPTH, CompileOptions, parse_whitespace
+from maskc.compiler.options import DEFAULT_MAX_DEPTH, CompileOptions
 from maskc.compiler.vocab import Vocabulary
 
 __all__ = ["EPILOG", "lint_command"]
@@ -47,14 +47,6 @@ EPILOG = """\
 """
 
 LintFormat = Literal["human", "json", "sarif"]
-
-
-def _check_whitespace(value: str) -> str:
-    try:
-        parse_whitespace(value)
-    except ValueError as e:
-        raise typer.BadParameter(str(e)) from None
-    return value
 
 
 def _profile(name: str | None) -> dict[str, Any] | None:
@@ -99,10 +91,7 @@ def lint_command(
     tokenizer: Annotated[str | None, typer.Option(
         "--tokenizer", "-t", metavar="SPEC", rich_help_panel="Tokenizer",
         help="Count max-tokens-budget in this tokenizer's tokens (as maskc compile --tokenizer).")] = None,
-    whitespace: Annotated[str, typer.Option(
-        "--whitespace", "-w", metavar="POLICY", callback=_check_whitespace,
-        help="The whitespace policy the outputs are decoded under: compact | pretty[:INDENT] | "
-             "flexible[:N] (as maskc compile).")] = "compact",
+    whitespace: WhitespaceOpt = "compact",
     max_depth: Annotated[int, typer.Option(
         "--max-depth", metavar="N", min=1, max=1024,
         help="Nesting bound of recursive schemas, as maskc compile --max-depth.")] = DEFAULT_MAX_DEPTH,
