@@ -17,6 +17,7 @@ state needs to finish, so that a run-time depth bound never strands the output.
 
 from __future__ import annotations
 
+import heapq
 import time
 from dataclasses import dataclass
 
@@ -182,22 +183,56 @@ def _nullable_and_left_calls(pda_byte: NDArray[np.int32], call_t: NDArray[np.int
 
 def _need(byte_t: NDArray[np.int32], call_q: NDArray[np.int64], call_rule: NDArray[np.int32],
           call_ret: NDArray[np.int32], starts: NDArray[np.int32], accepting: NDArray[np.bool_]) -> NDArray[np.int32]:
-    """Fewest extra frames each state needs to finish its rule (Bellman–Ford style fixpoint)."""
+    """Fewest extra frames each state needs to finish its rule.
+
+    The least solution of ``need[q] = 0`` for accepting ``q``, else the minimum over byte edges
+    ``q → t`` of ``need[t]`` and over call edges ``q —r→ ret`` of ``max(1 + need[start(r)],
+    need[ret])``. Every candidate is at least the values it is built from, so Knuth's
+    generalization of Dijkstra's algorithm settles states in increasing order of need, each
+    edge looked at once: linear in the edges (up to the heap), where a Bellman–Ford fixpoint
+    takes as many rounds as the longest chain of states.
+    """
     n = byte_t.shape[0]
-    need = np.where(accepting, 0, NEED_INF).astype(np.int64)
-    ext = np.empty(n + 1, dtype=np.int64)
-    for _ in range(n + 2):
-        ext[:n] = need
-        ext[n] = NEED_INF
-        via_bytes = ext[np.where(byte_t >= 0, byte_t, n)].min(axis=1) if byte_t.shape[1] else ext[:n] * 0 + NEED_INF
-        new = np.minimum(need, via_bytes)
-        if call_q.size:
-            cost = np.maximum(1 + need[starts[call_rule]], need[call_ret])
-            np.minimum.at(new, call_q, cost)
-        new = np.minimum(new, NEED_INF)
-        if np.array_equal(new, need):
-            break
-        need = new
+    need = np.full(n, NEED_INF, dtype=np.int64)
+    # byte predecessors of each state, as CSR over the target
+    src, cls = np.nonzero(byte_t >= 0)
+    edges = np.unique(np.stack([byte_t[src, cls].astype(np.int64), src.astype(np.int64)], axis=1), axis=0) \
+        if src.size else np.empty((0, 2), dtype=np.int64)
+    pred_off = np.searchsorted(edges[:, 0], np.arange(n + 1)).tolist()
+    preds = edges[:, 1].tolist()
+    # call edges that depend on each state (as the callee's start or as the return state)
+    call_start = starts[call_rule].astype(np.int64).tolist() if call_q.size else []
+    rets = call_ret.astype(np.int64).tolist()
+    callers = call_q.astype(np.int64).tolist()
+    deps: dict[int, list[int]] = {}
+    for e, (a, b) in enumerate(zip(call_start, rets)):
+        deps.setdefault(a, []).append(e)
+        if b != a:
+            deps.setdefault(b, []).append(e)
+    best = [NEED_INF] * n
+    done = [False] * n
+    heap = [(0, int(q)) for q in np.flatnonzero(accepting).tolist()]
+    for _, q in heap:
+        best[q] = 0
+    heapq.heapify(heap)
+    while heap:
+        v, q = heapq.heappop(heap)
+        if done[q] or v != best[q]:
+            continue
+        done[q] = True
+        for p in preds[pred_off[q]:pred_off[q + 1]]:
+            if not done[p] and v < best[p]:
+                best[p] = v
+                heapq.heappush(heap, (v, p))
+        for e in deps.get(q, ()):
+            a, b, p = call_start[e], rets[e], callers[e]
+            if done[p] or not (done[a] and done[b]):
+                continue
+            cost = max(1 + best[a], best[b])
+            if cost < min(best[p], NEED_INF):
+                best[p] = cost
+                heapq.heappush(heap, (cost, p))
+    need[:] = best
     return need.astype(np.int32)
 
 

@@ -10,7 +10,7 @@ structure, and split UTF-8 sequences.
 from __future__ import annotations
 
 import functools
-from typing import Union
+from typing import Any, Union
 
 import numpy as np
 import pytest
@@ -275,3 +275,42 @@ def test_direct_left_and_tail_recursion_become_loops(byte_vocab: Vocabulary) -> 
     ws = Grammar("w", (("w", opt(seq(byte_set(b" \n"), RuleRef("w")))),))  # w ::= ([ \n] w)?
     cg = compile_grammar("test", "x", ws, byte_vocab, CompileOptions())
     assert cg.pda is None and cg.dfa.accepts(b"") and cg.dfa.accepts(b" \n ") and not cg.dfa.accepts(b"x")
+
+
+def _need_by_rounds(byte_t: Any, call_q: Any, call_rule: Any, call_ret: Any, starts: Any, acc: Any) -> list[int]:
+    """The definition of ``need``, iterated to its fixpoint (the reference)."""
+    from maskc.compiler.pda import NEED_INF
+
+    n = len(acc)
+    need = [0 if a else NEED_INF for a in acc]
+    while True:
+        new = list(need)
+        for q in range(n):
+            for t in byte_t[q]:
+                if t >= 0:
+                    new[q] = min(new[q], need[t])
+        for q, r, ret in zip(call_q, call_rule, call_ret):
+            if need[starts[r]] < NEED_INF and need[ret] < NEED_INF:
+                new[q] = min(new[q], max(1 + need[starts[r]], need[ret]))
+        if new == need:
+            return need
+        need = new
+
+
+def test_need_is_the_least_fixpoint_on_random_automata() -> None:
+    import numpy as np
+
+    from maskc.compiler.pda import _need
+
+    rng = np.random.default_rng(7)
+    for _ in range(500):
+        n, c, k, nr = int(rng.integers(1, 12)), int(rng.integers(0, 4)), int(rng.integers(0, 6)), int(rng.integers(1, 4))
+        byte_t = rng.integers(-1, n, size=(n, c)).astype(np.int32)
+        call_q = np.sort(rng.integers(0, n, size=k)).astype(np.int64)
+        call_rule = rng.integers(0, nr, size=k).astype(np.int32)
+        call_ret = rng.integers(0, n, size=k).astype(np.int32)
+        starts = rng.integers(0, n, size=nr).astype(np.int32)
+        acc = rng.random(n) < 0.3
+        got = _need(byte_t, call_q, call_rule, call_ret, starts, acc).tolist()
+        assert got == _need_by_rounds(byte_t.tolist(), call_q.tolist(), call_rule.tolist(), call_ret.tolist(),
+                                      starts.tolist(), acc.tolist())
