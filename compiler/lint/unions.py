@@ -52,11 +52,14 @@ AMBIGUOUS_UNION = RuleInfo(
 UNSATISFIABLE = RuleInfo(
     id="unsatisfiable",
     severity="error",
-    summary="A schema or subschema that no value satisfies.",
+    summary="A schema or subschema that no value satisfies, or none that maskc can generate.",
     why="The compiler refuses an empty schema, and an empty branch or property silently removes "
-        "what its author meant to allow: a model can never produce it.",
+        "what its author meant to allow: a model can never produce it. The language is maskc's: "
+        "exact for what it enforces, and with no undeclared keys unless additionalProperties allows "
+        "them, so a required property that is only allowed implicitly is reported too.",
     example='{"type": "string", "minLength": 5, "maxLength": 2}',
-    fix="Fix the contradicting keywords (bounds, required vs additionalProperties, enum vs type).",
+    fix="Fix the contradicting keywords (bounds, required vs additionalProperties, enum vs type); "
+        "declare every required property in properties.",
 )
 RULES: list[RuleInfo] = [AMBIGUOUS_UNION, UNSATISFIABLE]
 
@@ -168,14 +171,18 @@ def _unsatisfiable(a: _Analysis, *, automata: bool = True) -> Iterator[Finding]:
     for n in nodes:
         if n.pointer in direct:
             message, data = direct[n.pointer]
-            yield Finding("unsatisfiable", "error", n.pointer, f"no value satisfies this schema: {message}",
+            # "maskc generates no ..." is maskc's generation language, not JSON Schema's verdict
+            lead = "maskc can generate no value for this schema" if "maskc generates" in message \
+                else "no value satisfies this schema"
+            yield Finding("unsatisfiable", "error", n.pointer, f"{lead}: {message}",
                           data={**data, "source": "keywords"})
         elif n.pointer in a.empty and not any(c in a.empty for c in children.get(n.pointer, ())):
             why = a.empty[n.pointer]
             where = " together with its parent's keywords" if n.pointer in in_context else ""
             detail = f": {why}" if why else ""
             yield Finding("unsatisfiable", "error", n.pointer,
-                          f"no value satisfies this schema{where} (its automaton accepts nothing){detail}",
+                          f"maskc can generate no value for this schema{where} (its automaton, which enforces "
+                          f"what maskc enforces and generates no undeclared keys, accepts nothing){detail}",
                           data={"source": "automaton", "in_context": n.pointer in in_context})
 
 
