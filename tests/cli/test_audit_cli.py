@@ -6,23 +6,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 from typer.testing import CliRunner, Result
 
 import maskc
 from maskc.cli import app
+from tests.cli.test_cli import _env  # noqa: F401 (the CLI tests' environment fixture)
 
 PLANTED = ["{", '"', "a", ":", ",", "}", '",', '"}', '{"', '":"', "<eos>"]
 OBJECT_A = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"],
             "additionalProperties": False}
-
-
-@pytest.fixture(autouse=True)
-def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MASKC_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("COLUMNS", "120")
-    monkeypatch.delenv("MASKC_DEBUG", raising=False)
-    monkeypatch.chdir(tmp_path)
 
 
 def _vocab(tmp_path: Path, tokens: list[str], name: str = "vocab.json") -> str:
