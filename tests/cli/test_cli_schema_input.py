@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import maskc
-from tests.cli.test_cli import _env, compile_json, invoke, toy_vocabulary, vocab  # noqa: F401 (fixtures)
+from tests.cli.test_cli import _env, compile_json, invoke, vocab  # noqa: F401 (fixtures)
 
 
 def _write(path: Path, doc: Any) -> Path:
