@@ -10,4 +10,9 @@ plus tables of counts; rendering is the CLI's.
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from maskc.compiler.audit.facts import TokenizerFacts, tokenizer_facts
+from maskc.compiler.audit.grammar import GrammarAudit, GrammarTables, audit_grammar
+from maskc.compiler.audit.tokenizer import TokenizerAudit, audit_tokenizer
+
+__all__ = ["GrammarAudit", "GrammarTables", "TokenizerAudit", "TokenizerFacts", "audit_grammar", "audit_tokenizer",
+           "tokenizer_facts"]
