@@ -22,6 +22,8 @@ from maskc.artifacts.artifact import Artifact
 from maskc.compiler.analysis import INFEASIBLE, UNBOUNDED, UNBOUNDED_FRAME, LengthBound, worst_case_length
 from maskc.compiler.pda import NEED_INF
 from maskc.compiler.maskstore import unpack_bool
+from maskc.compiler.pipeline import token_table
+from maskc.compiler.spelling import walk_tokens
 from maskc.compiler.vocab import Vocabulary
 
 __all__ = [
@@ -49,28 +51,15 @@ def length_bound(artifact: Artifact) -> LengthBound:
 
 
 class TokenWalker:
-    """Walks many tokens from one state at once: the state each token ends in, or -1."""
+    """Walks many tokens from one state at once: the state each token ends in, or -1
+    (the compiler's :func:`~maskc.compiler.spelling.walk_tokens` over the artifact's DFA)."""
 
     def __init__(self, artifact: Artifact, vocab: Vocabulary) -> None:
         self.dfa = artifact.dfa
-        flat, offsets = vocab.flat()
-        self.lengths = np.diff(offsets)
-        self.offsets = offsets
-        self.classes = self.dfa.byte_class[flat].astype(np.int64)
+        self.table = token_table(vocab)
 
     def walk(self, state: int, ids: NDArray[np.int64]) -> NDArray[np.int64]:
-        ids = np.asarray(ids, dtype=np.int64)
-        cur = np.full(ids.size, state, dtype=np.int64)
-        lens = self.lengths[ids]
-        cur[lens == 0] = -1
-        pos = self.offsets[ids]
-        trans = self.dfa.trans
-        for k in range(int(lens.max(initial=0))):
-            live = (cur >= 0) & (lens > k)
-            if not live.any():
-                break
-            cur[live] = trans[cur[live], self.classes[pos[live] + k]]
-        return cur
+        return walk_tokens(self.dfa, self.table, state, ids)
 
 
 @dataclass(frozen=True, slots=True)

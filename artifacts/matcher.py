@@ -62,8 +62,8 @@ def check_bitmask(bitmask: Any, vocab_size: int, index: int) -> int:
     words = bitmask_words(vocab_size)
     if isinstance(bitmask, np.ndarray):
         dtype_ok = bitmask.dtype == np.int32
-        contiguous = bool(bitmask.flags.c_contiguous)
-        writeable = bool(bitmask.flags.writeable)
+        flags = bitmask.flags
+        contiguous, writeable = bool(flags.c_contiguous), bool(flags.writeable)
     elif _is_tensor(bitmask):
         dtype_ok = str(bitmask.dtype) == "torch.int32"
         contiguous = bool(bitmask.is_contiguous())

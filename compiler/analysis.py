@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from maskc.compiler.dfa import Dfa
+from maskc.compiler.graphs import strongly_connected
 from maskc.compiler.pda import NEED_INF, Pda
 
 __all__ = [
@@ -302,53 +303,6 @@ class _PdaTables:
         return out
 
 
-def _sccs(nodes: list[int], succ: dict[int, list[int]]) -> list[list[int]]:
-    """Strongly connected components, each emitted after every component it reaches (Tarjan)."""
-    index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    on: set[int] = set()
-    stack: list[int] = []
-    out: list[list[int]] = []
-    counter = 0
-    for root in nodes:
-        if root in index:
-            continue
-        work: list[tuple[int, int]] = [(root, 0)]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on.add(root)
-        while work:
-            v, i = work[-1]
-            nxt = succ[v]
-            if i < len(nxt):
-                work[-1] = (v, i + 1)
-                w = nxt[i]
-                if w not in index:
-                    index[w] = low[w] = counter
-                    counter += 1
-                    stack.append(w)
-                    on.add(w)
-                    work.append((w, 0))
-                elif w in on:
-                    low[v] = min(low[v], index[w])
-                continue
-            work.pop()
-            if work:
-                u = work[-1][0]
-                low[u] = min(low[u], low[v])
-            if low[v] == index[v]:
-                comp: list[int] = []
-                while True:
-                    w = stack.pop()
-                    on.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                out.append(comp)
-    return out
-
-
 def _pda_worst_case(pda: Pda, max_depth: int) -> LengthBound:
     tb = _PdaTables(pda, max_depth)
     n = tb.n
@@ -361,7 +315,7 @@ def _pda_worst_case(pda: Pda, max_depth: int) -> LengthBound:
         if plan is None:
             nodes = [q for q in range(n) if tb.fits(q, d)]
             succ = {q: tb.edges(q, d) for q in nodes}
-            comps = _sccs(nodes, succ)
+            comps = strongly_connected(nodes, succ)
             cyclic = {q for comp in comps for q in comp if len(comp) > 1 or q in succ[q]}
             plan = plans[key] = (comps, cyclic)
         comps, cyclic = plan

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from maskc.compiler.errors import GrammarError
+from maskc.compiler.graphs import strongly_connected
 from maskc.compiler.ir import EMPTY, Alt, ByteSet, Fields, Grammar, Node, Product, Repeat, RuleRef, Seq, alt, children, rep, seq, star
 
 __all__ = ["ResolvedRules", "resolve_rules", "references"]
@@ -88,48 +89,9 @@ def _tree_counts(node: Node, memo: dict[int, tuple[int, dict[str, int]]]) -> tup
 
 
 def _cyclic(graph: dict[str, set[str]]) -> set[str]:
-    """Rules on a reference cycle (Tarjan's strongly connected components, iteratively)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
-    out: set[str] = set()
-    counter = 0
-    for root in graph:
-        if root in index:
-            continue
-        work: list[tuple[str, list[str]]] = [(root, sorted(graph[root]))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            v, todo = work[-1]
-            if todo:
-                w = todo.pop()
-                if w not in index:
-                    index[w] = low[w] = counter
-                    counter += 1
-                    stack.append(w)
-                    on_stack.add(w)
-                    work.append((w, sorted(graph[w])))
-                elif w in on_stack:
-                    low[v] = min(low[v], index[w])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[v])
-            if low[v] == index[v]:
-                comp: list[str] = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                if len(comp) > 1 or v in graph[v]:
-                    out.update(comp)
-    return out
+    """Rules on a reference cycle: a strongly connected group of two or more, or a self-reference."""
+    comps = strongly_connected(list(graph), {n: sorted(refs) for n, refs in graph.items()})
+    return {n for comp in comps if len(comp) > 1 or comp[0] in graph[comp[0]] for n in comp}
 
 
 def _split(node: Node, name: str, at_end: bool,

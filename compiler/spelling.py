@@ -99,27 +99,41 @@ def prove_start_spellable(pda: Pda, accepted: NDArray[np.int32], uncertain: NDAr
 
 
 def walk_tokens(dfa: Dfa, table: TokenTable, state: int, ids: NDArray[np.int64], *,
-                covered: NDArray[np.bool_] | None = None) -> NDArray[np.int64]:
+                covered: NDArray[np.bool_] | None = None, died: NDArray[np.int64] | None = None,
+                marks: NDArray[np.bool_] | None = None, hit: NDArray[np.bool_] | None = None) -> NDArray[np.int64]:
     """The state each token ends in when its bytes are walked from ``state`` (-1: it dies).
 
-    ``covered`` (bool [states, classes]), when given, is set at every (state, class) step
-    of a walk that does not die there.
+    The one vectorized token walk of the compiler, its analyses and the runtime's proofs.
+    Optional outputs, filled when given:
+
+    - ``covered`` (bool [states, classes]): set at every (state, class) step that does not die;
+    - ``died`` (int [len(ids)]): the index of the byte each token dies at (its length if it
+      does not);
+    - ``hit`` (bool [len(ids)]): whether some step of the token, from (state, byte), is set
+      in ``marks`` (bool [states, 256]).
     """
     ids = np.asarray(ids, dtype=np.int64)
     starts = table.offsets[ids]
     lens = table.offsets[ids + 1] - starts
     cur = np.where(lens > 0, state, -1).astype(np.int64)
+    if died is not None:
+        died[:] = lens
     classes = dfa.byte_class.astype(np.int64)
     for k in range(int(lens.max(initial=0))):
         live = np.flatnonzero((cur >= 0) & (lens > k))
         if not live.size:
             break
-        cls = classes[table.flat[starts[live] + k]]
+        byte = table.flat[starts[live] + k].astype(np.int64)
+        cls = classes[byte]
+        if hit is not None and marks is not None:
+            hit[live] |= marks[cur[live], byte]
         nxt = dfa.trans[cur[live], cls]
         if covered is not None:
             ok = nxt >= 0
             covered[cur[live][ok], cls[ok]] = True
         cur[live] = nxt
+        if died is not None:
+            died[live[nxt < 0]] = k
     return cur
 
 

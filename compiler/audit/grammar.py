@@ -28,10 +28,13 @@ from maskc.compiler.audit.states import (
     KINDS, STRUCTURAL_BYTES, WHITESPACE_BYTES, Prefixes, StateKind, forced_runs, live_bytes, state_blocks,
     state_kinds, structural_steps,
 )
+from maskc.compiler.align import TokenTable
 from maskc.compiler.dfa import Dfa
 from maskc.compiler.errors import TokenizerError
 from maskc.compiler.maskstore import MaskStore
 from maskc.compiler.pda import Pda
+from maskc.compiler.pipeline import token_table
+from maskc.compiler.spelling import walk_tokens
 from maskc.compiler.utf8 import whole_chars
 from maskc.compiler.vocab import Vocabulary
 
@@ -63,57 +66,45 @@ class GrammarTables(Protocol):
 
 @dataclass(frozen=True)
 class _Tokens:
-    flat: NDArray[np.uint8]
-    offsets: NDArray[np.int64]
+    table: TokenTable  # the compiler's own (flat bytes, offsets, walkable), cached per vocabulary
     lens: NDArray[np.int64]
     first: NDArray[np.int64]
-    walkable: NDArray[np.bool_]
     whitespace: NDArray[np.bool_]  # made only of JSON whitespace
     structural: NDArray[np.int64]  # how many bytes of STRUCTURAL_BYTES it holds
     eos: NDArray[np.int64]
 
+    @property
+    def walkable(self) -> NDArray[np.bool_]:
+        return self.table.walkable
+
     @classmethod
     def of(cls, vocab: Vocabulary) -> _Tokens:
-        flat, offsets = vocab.flat()
+        table = token_table(vocab)
+        flat, offsets, walkable = table.flat, table.offsets, table.walkable
         n = vocab.token_count
         lens = np.diff(offsets)
-        walkable = lens > 0
-        if vocab.special_ids:
-            walkable[np.fromiter(vocab.special_ids, dtype=np.int64)] = False
         first = np.zeros(n, dtype=np.int64)
         first[lens > 0] = flat[offsets[:-1][lens > 0]]
         owner = np.repeat(np.arange(n), lens)
 
         def holds(chars: bytes) -> NDArray[np.int64]:
-            table = np.zeros(256, dtype=np.bool_)
-            table[list(chars)] = True
-            return np.bincount(owner, weights=table[flat], minlength=n).astype(np.int64)
+            present = np.zeros(256, dtype=np.bool_)
+            present[list(chars)] = True
+            return np.bincount(owner, weights=present[flat], minlength=n).astype(np.int64)
 
         whitespace = walkable & (holds(WHITESPACE_BYTES) == lens)
         structural = np.where(walkable, holds(STRUCTURAL_BYTES), 0)
-        return cls(flat, offsets, lens, first, walkable, whitespace, structural,
-                   np.asarray(vocab.eos_ids, dtype=np.int64))
+        return cls(table, lens, first, whitespace, structural, np.asarray(vocab.eos_ids, dtype=np.int64))
 
     def walk(self, dfa: Dfa, state: int, ids: NDArray[np.int64],
              steps: NDArray[np.bool_] | None = None) -> tuple[NDArray[np.int64], NDArray[np.bool_], NDArray[np.int64]]:
         """The state each token ends in from ``state`` (-1: it dies), whether some byte of it
         was a step marked in ``steps`` ([states, 256]), and the index of the byte it dies at
         (its length when it does not)."""
-        starts, lens = self.offsets[ids], self.lens[ids]
-        cur = np.full(ids.shape[0], state, dtype=np.int64)
-        flag = np.zeros(ids.shape[0], dtype=np.bool_)
-        died = lens.copy()
-        classes = dfa.byte_class.astype(np.int64)
-        for k in range(int(lens.max(initial=0))):
-            live = np.flatnonzero((cur >= 0) & (lens > k))
-            if not live.size:
-                break
-            b = self.flat[starts[live] + k].astype(np.int64)
-            if steps is not None:
-                flag[live] |= steps[cur[live], b]
-            cur[live] = dfa.trans[cur[live], classes[b]]
-            died[live[cur[live] < 0]] = k
-        return cur, flag, died
+        died = np.empty(ids.shape[0], dtype=np.int64)
+        hit = np.zeros(ids.shape[0], dtype=np.bool_)
+        ends = walk_tokens(dfa, self.table, state, ids, died=died, marks=steps, hit=hit)
+        return ends, hit, died
 
 
 # -- the audit -------------------------------------------------------------------------------------
@@ -225,7 +216,7 @@ class _Run:
                 continue
             # examples: those broken by a structural byte first, then the shortest
             _, _, died = tok.walk(self.dfa, s, ids)
-            broken_by = tok.flat[tok.offsets[ids] + died]
+            broken_by = tok.table.flat[tok.table.offsets[ids] + died]
             order = np.lexsort((ids, tok.lens[ids], ~_STRUCT[broken_by]))
             for t, at in zip(ids[order][: self.show].tolist(), died[order][: self.show].tolist()):
                 data = self.vocab.token_bytes[t]
