@@ -73,7 +73,16 @@ def contradictions(schema: Any, *, closed_by_default: bool = True) -> tuple[str,
     keywords = list(dict.fromkeys(k for _, kws in reasons.values() for k in kws))
     if inferred:
         message += f" (maskc reads the node as type {_types_text(types)} from these keywords)"
-    return message, {"keywords": keywords, "types": types}
+    # Inferred types and undeclared required keys are maskc's generation language: JSON Schema
+    # itself would accept values of other types, or the undeclared key.
+    generation_only = inferred or any(kws is _UNDECLARED for _, kws in reasons.values())
+    return message, {"keywords": keywords, "types": types,
+                     "semantics": "generation" if generation_only else "json-schema"}
+
+
+# The keywords of the one generation-only object reason; recognized by identity, since a real
+# contradiction (a required property whose schema is false) names the same keywords.
+_UNDECLARED = ["required", "properties"]
 
 
 def _empties(t: str, schema: dict[str, Any], closed: bool) -> tuple[str, list[str]] | None:
@@ -154,7 +163,7 @@ def _object(schema: dict[str, Any], closed: bool) -> tuple[str, list[str]] | Non
                     ["required", "additionalProperties"])
         if addl is False and closed:
             return (f"the required property {name!r} is not declared in properties, and maskc generates no "
-                    "undeclared property unless additionalProperties allows it", ["required", "properties"])
+                    "undeclared property unless additionalProperties allows it", _UNDECLARED)
     return None
 
 

@@ -171,8 +171,7 @@ def _unsatisfiable(a: _Analysis, *, automata: bool = True) -> Iterator[Finding]:
     for n in nodes:
         if n.pointer in direct:
             message, data = direct[n.pointer]
-            # "maskc generates no ..." is maskc's generation language, not JSON Schema's verdict
-            lead = "maskc can generate no value for this schema" if "maskc generates" in message \
+            lead = "maskc can generate no value for this schema" if data.get("semantics") == "generation" \
                 else "no value satisfies this schema"
             yield Finding("unsatisfiable", "error", n.pointer, f"{lead}: {message}",
                           data={**data, "source": "keywords"})

@@ -280,3 +280,17 @@ def test_a_spent_budget_reports_what_was_not_analysed() -> None:
     assert all(f.pointer == "" for f in spent)
     full = lint_schema(LintContext(schema), select=["ambiguous-union"])
     assert [(f.rule, f.pointer, f.witness) for f in full] == [("ambiguous-union", "/properties/a/anyOf", '""')]
+
+
+@pytest.mark.parametrize(("schema", "lead"), [
+    ({"type": "string", "minLength": 5, "maxLength": 2}, "no value satisfies this schema"),
+    ({"type": "object", "properties": {"a": False}, "required": ["a"]}, "no value satisfies this schema"),
+    # JSON Schema accepts a non-string here, and the undeclared key: maskc's language is empty
+    ({"minLength": 5, "maxLength": 2}, "maskc can generate no value for this schema"),
+    ({"type": "object", "properties": {"a": {}}, "required": ["b"]}, "maskc can generate no value for this schema"),
+])
+def test_unsatisfiable_says_whose_language_is_empty(schema: dict[str, Any], lead: str) -> None:
+    from maskc.compiler.lint import LintContext, lint_schema
+
+    found = lint_schema(LintContext(schema), select=["unsatisfiable"])
+    assert len(found) == 1 and found[0].message.startswith(lead + ":")
