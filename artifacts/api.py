@@ -33,14 +33,15 @@ CacheArg = bool | str | os.PathLike[str] | ArtifactCache | None
 
 
 def make_options(whitespace: str = "compact", lenient: bool = False, limits: Limits | None = None,
-                 max_depth: int | None = None) -> CompileOptions:
+                 max_depth: int | None = None, semantics: str = "generation") -> CompileOptions:
     """Compile options from their user-facing spellings.
 
     Raises:
-        ValueError: a bad whitespace spec or ``max_depth``.
+        ValueError: a bad whitespace spec, ``max_depth`` or ``semantics``.
     """
     return CompileOptions(parse_whitespace(whitespace), lenient, limits=limits or Limits(),
-                          max_depth=DEFAULT_MAX_DEPTH if max_depth is None else max_depth)
+                          max_depth=DEFAULT_MAX_DEPTH if max_depth is None else max_depth,
+                          semantics=semantics)  # type: ignore[arg-type]  # checked by CompileOptions
 
 
 def _cache_of(cache: CacheArg) -> ArtifactCache | None:
@@ -104,6 +105,7 @@ def compile_json_schema(
     whitespace: str = "compact",
     lenient: bool = False,
     max_depth: int | None = None,
+    semantics: str = "generation",
     options: CompileOptions | None = None,
     cache: CacheArg = None,
     progress: Callable[[int, int], None] | None = None,
@@ -121,7 +123,12 @@ def compile_json_schema(
             ``artifact.not_enforced`` instead of failing.
         max_depth: nesting bound of recursive schemas and free-form values, in stack
             frames (default 32); a token that would nest deeper is rejected.
-        options: full options (overrides ``whitespace`` and ``lenient``).
+        semantics: ``generation`` (the default: no undeclared keys unless the schema
+            admits them, types inferred from keywords) or ``exact`` (the language is
+            exactly the schema's instances); see :data:`maskc.compiler.options.SEMANTICS`.
+            Recorded in the artifact's options.
+        options: full options (overrides ``whitespace``, ``lenient``, ``max_depth`` and
+            ``semantics``).
         cache: ``True`` for the user cache, a directory, or ``None`` for no cache.
         progress: called as ``progress(done, total)`` during mask computation.
 
@@ -137,7 +144,7 @@ def compile_json_schema(
         >>> art = maskc.compile_json_schema({"type": "boolean"}, tok)
         >>> m = art.matcher()
     """
-    opts = options or make_options(whitespace, lenient, max_depth=max_depth)
+    opts = options or make_options(whitespace, lenient, max_depth=max_depth, semantics=semantics)
     if isinstance(schema, (str, bytes)):
         try:
             schema = orjson.loads(schema)

@@ -20,7 +20,7 @@ import orjson
 from maskc.artifacts.format import PDA_METADATA, REQUIRED_METADATA, TABLE_METADATA, canonical_json
 from maskc.compiler.errors import ArtifactCorrupt
 from maskc.compiler.frontends.registry import grammar_sha256
-from maskc.compiler.options import MAX_MAX_DEPTH, CompileOptions, Limits, parse_whitespace
+from maskc.compiler.options import MAX_MAX_DEPTH, SEMANTICS, CompileOptions, Limits, parse_whitespace
 
 __all__ = ["MAX_VOCAB_SIZE", "ALLOWED_METADATA", "ParsedMetadata", "parse_metadata"]
 
@@ -97,6 +97,8 @@ def _options(meta: Mapping[str, str], where: str) -> dict[str, Any]:
             Limits(**opts["limits"])
     except (ValueError, TypeError) as e:
         raise _bad(where, "options", str(e)) from None
+    if opts["semantics"] not in SEMANTICS:
+        raise _bad(where, "options", f"semantics must be one of {', '.join(SEMANTICS)}, got {opts['semantics']!r}")
     if not 1 <= int(opts["max_depth"]) <= MAX_MAX_DEPTH:
         raise _bad(where, "options", f"max_depth must be in 1..{MAX_MAX_DEPTH}, got {opts['max_depth']}")
     return dict(opts)
@@ -105,7 +107,7 @@ def _options(meta: Mapping[str, str], where: str) -> dict[str, Any]:
 def _not_enforced(meta: Mapping[str, str], where: str) -> list[dict[str, str]]:
     items = _json(meta, "not_enforced", where)
     ok = isinstance(items, list) and all(
-        isinstance(n, dict) and {"keyword", "pointer"} <= set(n) <= {"keyword", "pointer", "detail"}
+        isinstance(n, dict) and {"keyword", "pointer"} <= set(n) <= {"keyword", "pointer", "detail", "kind"}
         and all(isinstance(v, str) for v in n.values())
         for n in items
     )

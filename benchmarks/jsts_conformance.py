@@ -29,9 +29,10 @@ from maskc.compiler.vocab import byte_tokenizer  # noqa: E402
 from tests.maskbench import serialize  # noqa: E402
 
 
-def judge(case: dict[str, Any], vocab: maskc.Vocabulary, seconds: float) -> dict[str, Any]:
+def judge(case: dict[str, Any], vocab: maskc.Vocabulary, seconds: float,
+          semantics: str = "exact") -> dict[str, Any]:
     out: dict[str, Any] = {"valid_acc": 0, "valid_rej": 0, "invalid_acc": 0, "invalid_rej": 0, "wrong": []}
-    opts = maskc.CompileOptions(limits=maskc.Limits(max_seconds=seconds))
+    opts = maskc.CompileOptions(limits=maskc.Limits(max_seconds=seconds), semantics=semantics)  # type: ignore[arg-type]
     try:
         art = maskc.compile_json_schema(case["schema"], vocab, options=opts)
     except maskc.MaskcError as e:
@@ -48,6 +49,8 @@ def judge(case: dict[str, Any], vocab: maskc.Vocabulary, seconds: float) -> dict
         out[key] += 1
         if ok and not t["valid"]:
             out["wrong"].append(f"{case['description']} / {t['description']}")
+        if not ok and t["valid"]:
+            out.setdefault("rejected", []).append(f"{case['description']} / {t['description']}")
     return out
 
 
@@ -56,6 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=REPO_ROOT.parent / "shared" / "jsts")
     ap.add_argument("--draft", default="draft2020-12")
     ap.add_argument("--seconds", type=float, default=10.0, help="compile limit per schema")
+    ap.add_argument("--semantics", choices=("exact", "generation"), default="exact")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     folder = args.data / args.draft
@@ -67,9 +71,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     totals: Counter[str] = Counter()
     refusals: Counter[str] = Counter()
     wrong: list[str] = []
+    rejected: list[str] = []
     for f in files:
         for case in json.loads(f.read_text()):
-            r = judge(case, vocab, args.seconds)
+            r = judge(case, vocab, args.seconds, args.semantics)
             totals["cases"] += 1
             if "refused" in r:
                 totals["refused"] += 1
@@ -79,10 +84,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             for k in ("valid_acc", "valid_rej", "invalid_acc", "invalid_rej"):
                 totals[k] += r[k]
             wrong += [f"{f.stem}: {w}" for w in r["wrong"]]
-    summary = {"draft": args.draft, **totals, "refusals": dict(refusals.most_common()), "wrong_verdicts": wrong}
-    print(json.dumps({k: v for k, v in summary.items() if k != "wrong_verdicts"}, indent=1))
+            rejected += [f"{f.stem}: {w}" for w in r.get("rejected", [])]
+    summary = {"draft": args.draft, "semantics": args.semantics, **totals, "refusals": dict(refusals.most_common()),
+               "wrong_verdicts": wrong, "valid_rejected": rejected}
+    print(json.dumps({k: v for k, v in summary.items() if k not in ("wrong_verdicts", "valid_rejected")}, indent=1))
     print(f"wrong verdicts (invalid accepted): {len(wrong)}")
     for w in wrong:
+        print("  ", w)
+    print(f"valid instances rejected: {len(rejected)}")
+    for w in rejected[:40]:
         print("  ", w)
     if args.out is not None:
         args.out.write_text(json.dumps(summary, indent=1))

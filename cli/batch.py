@@ -77,6 +77,7 @@ class Settings:
     out: str
     max_depth: int = DEFAULT_MAX_DEPTH
     limits: Limits = Limits()
+    semantics: str = "generation"
 
 
 def load_vocabulary(s: Settings) -> Vocabulary:
@@ -242,7 +243,7 @@ def run_job(job: Job, settings: Settings) -> Result:
     vocab = _vocab if _vocab is not None else load_vocabulary(settings)
     try:
         opts = make_options(settings.whitespace, settings.lenient, max_depth=settings.max_depth,
-                            limits=settings.limits) \
+                            limits=settings.limits, semantics=settings.semantics) \
             if job.kind == "json_schema" else make_options(max_depth=settings.max_depth, limits=settings.limits)
         art = maskc.compile_source(job.kind, job.source, vocab, options=opts, cache=settings.cache)
         name = artifact_file_name(job.stem, art)

@@ -24,7 +24,8 @@ __all__ = ["load_grammar"]
 
 def load_grammar(spec: str | None, regex: str | None, vocab: Vocabulary, *, whitespace: str = "compact",
                  lenient: bool = False, cache: bool = True, gbnf: str | None = None,
-                 max_depth: int = DEFAULT_MAX_DEPTH, limits: Limits | None = None) -> Artifact:
+                 max_depth: int = DEFAULT_MAX_DEPTH, limits: Limits | None = None,
+                 semantics: str = "generation") -> Artifact:
     """The artifact for ``spec`` (or ``regex``, or the GBNF file ``gbnf``) and ``vocab``,
     compiled under ``limits`` (default :class:`Limits`) unless ``spec`` is an artifact.
 
@@ -55,4 +56,5 @@ def load_grammar(spec: str | None, regex: str | None, vocab: Vocabulary, *, whit
         raise InputError(failure["message"])
     schema = unwrap_schema(doc)
     return maskc.compile_json_schema(schema, vocab, cache=store,
-                                     options=make_options(whitespace, lenient, limits=limits, max_depth=max_depth))
+                                     options=make_options(whitespace, lenient, limits=limits, max_depth=max_depth,
+                                                          semantics=semantics))

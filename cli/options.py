@@ -32,6 +32,7 @@ __all__ = [
     "VerifyTokenizerOpt",
     "VocabSizeOpt",
     "WhitespaceOpt",
+    "SemanticsOpt",
     "resolve_format",
 ]
 
@@ -98,6 +99,13 @@ LenientOpt = Annotated[
     typer.Option("--lenient",
                  help="Compile without keywords that cannot be enforced (multipleOf, "
                  "uniqueItems, ...); they are recorded as not enforced in the artifact."),
+]
+SemanticsOpt = Annotated[
+    Literal["generation", "exact"],
+    typer.Option("--semantics",
+                 help="JSON Schema semantics: generation (no undeclared keys unless the schema "
+                      "admits them; types inferred from keywords) or exact (exactly the schema's "
+                      "instances). Recorded in the artifact."),
 ]
 OutOpt = Annotated[
     Path,

@@ -12,9 +12,21 @@ from typing import Literal
 
 import orjson
 
-__all__ = ["Whitespace", "WhitespaceMode", "CompileOptions", "Limits", "parse_whitespace", "DEFAULT_MAX_DEPTH"]
+__all__ = ["Whitespace", "WhitespaceMode", "Semantics", "SEMANTICS", "CompileOptions", "Limits", "parse_whitespace",
+           "DEFAULT_MAX_DEPTH"]
 
 WhitespaceMode = Literal["compact", "pretty", "flexible"]
+Semantics = Literal["generation", "exact"]
+SEMANTICS: tuple[Semantics, ...] = ("generation", "exact")
+"""JSON Schema semantics of a compile.
+
+``generation`` (the default): what a model should write. No undeclared keys unless
+``additionalProperties`` or ``patternProperties`` admits them; a schema without ``type``
+takes the types its keywords imply. Sound: every output is an instance of the schema.
+``exact``: the grammar's language is exactly the schema's instances (in maskc's property
+order and whitespace policy) for every keyword maskc enforces: undeclared keys where JSON
+Schema allows them, no types inferred from keywords, untyped values of any depth.
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,15 +131,18 @@ class CompileOptions:
     lenient: bool = False
     limits: Limits = Limits()
     max_depth: int = DEFAULT_MAX_DEPTH  # bound on rule nesting (pushdown stack frames) at run time
+    semantics: Semantics = "generation"  # JSON Schema only; see SEMANTICS
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_depth, int) or not 1 <= self.max_depth <= MAX_MAX_DEPTH:
             raise ValueError(f"max_depth must be an integer in 1..{MAX_MAX_DEPTH}, got {self.max_depth!r}")
+        if self.semantics not in SEMANTICS:
+            raise ValueError(f"semantics must be one of {', '.join(SEMANTICS)}, got {self.semantics!r}")
 
     def canonical(self) -> dict[str, object]:
         """The options that decide the output, or whether there is one, as canonical JSON-able data."""
         return {"whitespace": str(self.whitespace), "lenient": self.lenient, "max_depth": self.max_depth,
-                "limits": self.limits.canonical()}
+                "limits": self.limits.canonical(), "semantics": self.semantics}
 
     def canonical_json(self) -> str:
         return orjson.dumps(self.canonical(), option=orjson.OPT_SORT_KEYS).decode()

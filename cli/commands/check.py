@@ -19,7 +19,7 @@ import typer
 from maskc.cli import render
 from maskc.cli.errors import EXIT_FAILED, guard
 from maskc.cli.grammar import load_grammar
-from maskc.cli.options import FormatOpt, JsonOpt, LenientOpt, MaxDepthOpt, NoCacheOpt, WhitespaceOpt, resolve_format
+from maskc.cli.options import FormatOpt, JsonOpt, LenientOpt, MaxDepthOpt, NoCacheOpt, SemanticsOpt, WhitespaceOpt, resolve_format
 from maskc.cli.options import MaxSecondsOpt, MaxStatesOpt
 from maskc.cli.output import Output
 from maskc.compiler.errors import InputError
@@ -112,6 +112,7 @@ def check_command(
     baseline: Annotated[bool, typer.Option(
         "--baseline/--no-baseline", help="Also decode unconstrained, for comparison.")] = True,
     whitespace: WhitespaceOpt = "compact",
+    semantics: SemanticsOpt = "generation",
     lenient: LenientOpt = False,
     no_cache: NoCacheOpt = False,
     fmt: FormatOpt = "human",
@@ -137,7 +138,7 @@ def check_command(
     instructions: list[str | None] = list(read_prompts(prompts)) if prompts is not None else [prompt]
     quiet_transformers()
     loaded = load_model(model, device=device, progress=out.human and out.err.is_terminal)
-    art = load_grammar(grammar, regex, loaded.vocab, whitespace=whitespace, lenient=lenient,
+    art = load_grammar(grammar, regex, loaded.vocab, whitespace=whitespace, lenient=lenient, semantics=semantics,
                        cache=not no_cache, gbnf=gbnf, max_depth=max_depth,
                        limits=Limits.scaled(max_states, max_seconds))
     texts = [default_prompt(art, p) for p in instructions]

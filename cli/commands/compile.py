@@ -28,6 +28,7 @@ from maskc.cli.options import (
     MaxStatesOpt,
     NoCacheOpt,
     OutOpt,
+    SemanticsOpt,
     TokenizerOpt,
     VocabSizeOpt,
     WhitespaceOpt,
@@ -86,6 +87,7 @@ def compile_command(
     tokenizer: TokenizerOpt = DEFAULT_TOKENIZER,
     out_dir: OutOpt = Path("maskc-artifacts"),
     whitespace: WhitespaceOpt = "compact",
+    semantics: SemanticsOpt = "generation",
     jobs: JobsOpt = 1,
     lenient: LenientOpt = False,
     regex: Annotated[bool, typer.Option(help="Each PATH is a regular expression.")] = False,
@@ -110,12 +112,12 @@ def compile_command(
         raise typer.BadParameter("use one of --regex, --choice, --gbnf", param_hint="--regex/--choice/--gbnf")
     out = Output(resolve_format(fmt, json_flag))
     kind: batch.Kind = "regex" if regex else "choice" if choice else "gbnf" if gbnf else "json_schema"
-    if kind != "json_schema" and (lenient or whitespace != "compact"):
-        out.warn("--whitespace and --lenient apply to JSON Schemas only; ignored")
+    if kind != "json_schema" and (lenient or whitespace != "compact" or semantics != "generation"):
+        out.warn("--whitespace, --lenient and --semantics apply to JSON Schemas only; ignored")
     jobs_list, skipped = batch.collect_jobs(paths, kind)
     settings = batch.Settings(tokenizer, _eos(eos), vocab_size, whitespace, lenient,
                               None if no_cache else str(ArtifactCache().root), str(out_dir), max_depth,
-                              Limits.scaled(max_states, max_seconds))
+                              Limits.scaled(max_states, max_seconds), semantics)
     vocab = batch.load_vocabulary(settings)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ import typer
 from maskc.cli import render
 from maskc.cli.errors import EXIT_FAILED, guard
 from maskc.cli.grammar import load_grammar
-from maskc.cli.options import DEFAULT_TOKENIZER, JsonOpt, LenientOpt, MaxDepthOpt, NoCacheOpt, WhitespaceOpt
+from maskc.cli.options import DEFAULT_TOKENIZER, JsonOpt, LenientOpt, MaxDepthOpt, NoCacheOpt, SemanticsOpt, WhitespaceOpt
 from maskc.cli.options import MaxSecondsOpt, MaxStatesOpt
 from maskc.cli.output import Output
 from maskc.compiler.errors import InputError
@@ -76,6 +76,7 @@ def trace_command(
     device: Annotated[str, typer.Option("--device", metavar="auto|cpu|cuda",
                                         help="Where the model runs.")] = "auto",
     whitespace: WhitespaceOpt = "compact",
+    semantics: SemanticsOpt = "generation",
     lenient: LenientOpt = False,
     no_cache: NoCacheOpt = False,
     fmt: Annotated[TraceFormat, typer.Option(
@@ -112,7 +113,7 @@ def trace_command(
         vocab = loaded.vocab
     else:
         vocab = maskc.load_tokenizer(tokenizer or DEFAULT_TOKENIZER)
-    art = load_grammar(grammar, regex, vocab, whitespace=whitespace, lenient=lenient, cache=not no_cache,
+    art = load_grammar(grammar, regex, vocab, whitespace=whitespace, lenient=lenient, semantics=semantics, cache=not no_cache,
                        gbnf=gbnf, max_depth=max_depth, limits=Limits.scaled(max_states, max_seconds))
     fixed = tr.load_logits(logits, vocab, art.vocab_size) if logits is not None else None
     if text is not None:

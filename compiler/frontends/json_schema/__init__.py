@@ -119,6 +119,8 @@ class SchemaCompiler(RefsMixin, CombinatorsMixin, ObjectsMixin, ArraysMixin, Sca
 
     def types_of(self, schema: dict[str, JsonValue], pointer: str) -> list[str]:
         t = schema.get("type")
+        if t is None and self.exact:
+            return list(TYPES[:-1])  # keywords of other types do not constrain: any value
         if t is None:
             keys = set(schema)
             inferred = [

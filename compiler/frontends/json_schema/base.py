@@ -48,10 +48,25 @@ ANNOTATIONS = frozenset(
 # Validation keywords the grammar does not enforce (yet): an error, or not_enforced.
 UNSUPPORTED = frozenset(
     {
-        "multipleOf", "uniqueItems", "not", "if", "then", "else", "dependentRequired",
-        "dependentSchemas", "dependencies", "contains", "minContains", "maxContains",
-        "propertyNames", "unevaluatedProperties", "unevaluatedItems",
-        "minProperties", "maxProperties", "$dynamicRef", "$recursiveRef",
+        "multipleOf",
+        "uniqueItems",
+        "not",
+        "if",
+        "then",
+        "else",
+        "dependentRequired",
+        "dependentSchemas",
+        "dependencies",
+        "contains",
+        "minContains",
+        "maxContains",
+        "propertyNames",
+        "unevaluatedProperties",
+        "unevaluatedItems",
+        "minProperties",
+        "maxProperties",
+        "$dynamicRef",
+        "$recursiveRef",
     }
 )
 """Validation keywords the grammar does not enforce: an error, or (lenient) ``not_enforced``."""
@@ -121,6 +136,12 @@ class Base:
         self.bounded_any = 0  # > 0: free-form values are regular, ONEOF_ANY_DEPTH deep
 
     @property
+    def exact(self) -> bool:
+        """Whether the language must be exactly the schema's instances (``semantics="exact"``):
+        undeclared keys where JSON Schema allows them, no types inferred from keywords."""
+        return self.options.semantics == "exact"
+
+    @property
     def pretty(self) -> bool:
         """Whether the layout depends on the nesting depth (so rules are made per depth)."""
         return self.options.whitespace.mode == "pretty"
@@ -132,6 +153,14 @@ class Base:
         entry = {"keyword": keyword, "pointer": pointer}
         if detail:
             entry["detail"] = detail
+        if entry not in self.not_enforced:
+            self.not_enforced.append(entry)
+
+    def annotation(self, keyword: str, pointer: str, detail: str) -> None:
+        """Record ``keyword`` as an annotation that constrains nothing (an unknown ``format``
+        name, say): compiled as if absent, in strict mode too, and listed in
+        ``not_enforced`` with ``kind: "annotation"`` so ``inspect`` and ``lint`` show it."""
+        entry = {"keyword": keyword, "pointer": pointer, "detail": detail, "kind": "annotation"}
         if entry not in self.not_enforced:
             self.not_enforced.append(entry)
 

@@ -34,7 +34,8 @@ class ObjectsMixin(Base):
         if not isinstance(pattern_props, dict):
             raise SchemaError("patternProperties must be an object", pointer=_ptr(pointer, "patternProperties"))
         declared = "properties" in schema or bool(pattern_props)
-        addl = schema.get("additionalProperties", False if declared else True)
+        # generation: a schema that declares its keys means those keys only; exact: JSON Schema
+        addl = schema.get("additionalProperties", False if declared and not self.exact else True)
         # key content languages of the patterns (JSON Schema: a pattern matches anywhere)
         patterns: list[tuple[str, Node, Any]] = []
         for pat, psub in pattern_props.items():
