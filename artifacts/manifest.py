@@ -12,6 +12,14 @@ overwrite each other. The manifest maps each (source, tokenizer, options) to its
        "whitespace": "compact"}, "grammar_sha256": "...", "content_key": "...", ...}]}
 
 ``source`` is the input path relative to the manifest's folder (a regex: the pattern).
+Each entry also records how the file was made and how to trust it again: ``source_key``
+(sha256 of the source value, its kind, the tokenizer fingerprint, the options and the
+compiler and format versions: known before any compile), ``bytes`` and ``sha256`` of the
+file, ``states``, ``distinct_masks`` and ``compile_ms`` (the time of the compile that
+built the artifact; 0 when it came from the artifact cache, where no compile ran). A later
+compile of the same source key finds the entry, checks the file's size and hash and skips
+the compile (:func:`reusable_artifact`).
+
 Updates merge under an exclusive lock (``flock`` on the folder) and replace the file
 atomically, so concurrent compiles into one folder keep every entry.
 """
@@ -19,6 +27,7 @@ atomically, so concurrent compiles into one folder keep every entry.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 from collections.abc import Iterable, Iterator
@@ -32,7 +41,8 @@ from maskc.artifacts.format import canonical_json
 from maskc.artifacts.io import write_atomic
 from maskc.compiler.errors import ArtifactCorrupt, ArtifactError
 
-__all__ = ["MANIFEST", "artifact_file_name", "manifest_entry", "read_manifest", "update_manifest", "find_artifact"]
+__all__ = ["MANIFEST", "artifact_file_name", "manifest_entry", "read_manifest", "update_manifest", "find_artifact",
+           "file_sha256", "reusable_artifact"]
 
 MANIFEST = "manifest.json"
 _FORMAT = "maskc-manifest"
@@ -47,8 +57,16 @@ def artifact_file_name(stem: str, art: Artifact) -> str:
     return f"{stem}.{art.content_key[:_KEY_CHARS]}.safetensors"
 
 
-def manifest_entry(art: Artifact, *, source: str, stem: str, file_name: str) -> dict[str, Any]:
-    """The manifest's record of one written artifact."""
+def manifest_entry(art: Artifact, *, source: str, stem: str, file_name: str, source_key: str | None = None,
+                   file_bytes: int | None = None, sha256: str | None = None, compile_ms: float = 0.0
+                   ) -> dict[str, Any]:
+    """The manifest's record of one written artifact.
+
+    Args:
+        source_key: the key a later compile of the same input looks the entry up by.
+        file_bytes, sha256: size and sha256 of the written file, checked before it is reused.
+        compile_ms: the time the compile that built the artifact took (0: none ran).
+    """
     m = art.metadata
     return {
         "source": source, "stem": stem, "kind": m["grammar_kind"], "artifact": file_name,
@@ -56,7 +74,43 @@ def manifest_entry(art: Artifact, *, source: str, stem: str, file_name: str) -> 
         "vocab_size": art.vocab_size, "eos_token_ids": list(art.eos_token_ids), "options": art.options,
         "grammar_sha256": m["grammar_sha256"], "content_key": art.content_key,
         "format_version": m["format_version"], "not_enforced": art.not_enforced,
+        "source_key": source_key, "bytes": file_bytes, "sha256": sha256,
+        "states": art.num_states, "distinct_masks": art.num_masks, "compile_ms": round(compile_ms, 3),
     }
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """Hex sha256 of a file's bytes, read in chunks.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def reusable_artifact(folder: str | os.PathLike[str], entry: dict[str, Any]) -> Path | None:
+    """The file of ``entry`` if it is still exactly the file recorded (size, then sha256), else None.
+
+    Only the file's own bytes are hashed: nothing is parsed, so this costs a read. An entry
+    written before entries recorded a hash is never reused.
+    """
+    name, size, digest = entry.get("artifact"), entry.get("bytes"), entry.get("sha256")
+    if not isinstance(name, str) or not isinstance(size, int) or not isinstance(digest, str):
+        return None
+    path = Path(folder) / name
+    if Path(name).name != name:  # a manifest names files in its own folder only
+        return None
+    try:
+        if path.stat().st_size != size or file_sha256(path) != digest:
+            log.warning("%s changed since it was written; recompiling", path)
+            return None
+    except OSError:
+        return None
+    return path
 
 
 def _identity(entry: dict[str, Any]) -> tuple[str, str, str]:

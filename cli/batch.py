@@ -1,10 +1,16 @@
 """The work behind ``maskc compile``: turn PATH arguments into jobs and compile each one.
 
 A :class:`Job` is one input already read and parsed in the parent process; :func:`run_job`
-compiles it and writes its artifact (``<stem>.<content key>.safetensors``), returning a
-plain JSON-able result, so jobs run the same in-process or in a process pool whose workers
-load the tokenizer once and die with the parent. The parent then records every written
-artifact in the output folder's ``manifest.json``.
+compiles it for one tokenizer (its :class:`Settings`) and writes its artifact
+(``<stem>.<content key>.safetensors``), returning a plain JSON-able result, so jobs run the
+same in-process or in a process pool whose workers die with the parent. A process builds
+each tokenizer's vocabulary and tables once; workers load them from the tables the parent
+cached under the tokenizer's fingerprint instead of parsing the tokenizer again.
+
+Before any compile, the parent looks each (input, tokenizer) up in the output folder's
+``manifest.json`` by its source key (:func:`source_key`); an artifact still there, byte for
+byte, is reused without running the front end (``"cached": true``). The parent then records
+every artifact in the manifest.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,15 +33,24 @@ import orjson
 
 import maskc
 from maskc.artifacts.api import make_options
-from maskc.artifacts.manifest import artifact_file_name, manifest_entry, update_manifest
+from maskc.artifacts.cache import TokenizerTables
+from maskc.artifacts.format import COMPILER_VERSION, FORMAT_VERSION, canonical_json
+from maskc.artifacts.manifest import (
+    artifact_file_name,
+    file_sha256,
+    manifest_entry,
+    read_manifest,
+    reusable_artifact,
+    update_manifest,
+)
 from maskc.cli.errors import describe, describe_internal
-from maskc.compiler.errors import InputError, MaskcError
+from maskc.compiler.errors import ArtifactError, InputError, MaskcError
 from maskc.compiler.frontends.registry import kind_for_path
-from maskc.compiler.options import DEFAULT_MAX_DEPTH, Limits
+from maskc.compiler.options import DEFAULT_MAX_DEPTH, CompileOptions, Limits
 from maskc.compiler.vocab import Vocabulary
 
-__all__ = ["Job", "Kind", "Settings", "collect_jobs", "load_vocabulary", "read_json", "run_all", "run_job",
-           "unwrap_schema"]
+__all__ = ["Job", "Kind", "Settings", "Work", "collect_jobs", "job_options", "load_tokenizers", "load_vocabulary",
+           "read_json", "run_all", "run_job", "shard", "source_key", "unwrap_schema", "vocabulary"]
 
 Kind = Literal["json_schema", "regex", "choice", "gbnf"]
 Result = dict[str, Any]
@@ -78,11 +93,115 @@ class Settings:
     max_depth: int = DEFAULT_MAX_DEPTH
     limits: Limits = Limits()
     semantics: str = "generation"
+    tokenizer_sha256: str | None = None  # the parent's fingerprint: workers load its cached tables
+
+
+Work = tuple[Job, Settings]
+"""One compile: an input and the settings (tokenizer, options) to compile it with."""
 
 
 def load_vocabulary(s: Settings) -> Vocabulary:
+    """The tokenizer of ``s``, parsed from its file (cached in this process)."""
     eos = list(s.eos) if s.eos else None
     return maskc.load_tokenizer(s.tokenizer, eos=eos, vocab_size=s.vocab_size)
+
+
+def load_tokenizers(base: Settings, specs: Sequence[str]
+                    ) -> tuple[list[tuple[Vocabulary, Settings]], list[tuple[str, str]]]:
+    """Each distinct tokenizer of ``specs`` with ``base`` made its settings, in order, and the
+    (spec, earlier spec) pairs left out because they name a tokenizer already there (same
+    fingerprint).
+
+    Raises:
+        TokenizerError: a spec cannot be loaded.
+    """
+    loaded: list[tuple[Vocabulary, Settings]] = []
+    same: list[tuple[str, str]] = []
+    for spec in specs:
+        s = replace(base, tokenizer=spec)
+        vocab = load_vocabulary(s)
+        first = next((t.tokenizer for v, t in loaded if v.fingerprint == vocab.fingerprint), None)
+        if first is not None:
+            same.append((spec, first))
+            continue
+        loaded.append((vocab, replace(s, tokenizer_sha256=vocab.fingerprint)))
+    return loaded, same
+
+
+_vocabs: dict[tuple[str, tuple[int | str, ...] | None, int | None], Vocabulary] = {}
+
+
+def _tokenizer_id(s: Settings) -> tuple[str, tuple[int | str, ...] | None, int | None]:
+    return s.tokenizer, s.eos, s.vocab_size
+
+
+class _LazyEncoder:
+    """The text encoder of a vocabulary rebuilt from cached tables: the tokenizer file is
+    parsed on first use only (a compile never encodes)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+
+    def __call__(self, text: str) -> list[int]:
+        ids: list[int] = load_vocabulary(self._settings).encode(text)
+        return ids
+
+
+def vocabulary(s: Settings) -> Vocabulary:
+    """The tokenizer of ``s``, built once per process: from the tables cached under
+    ``s.tokenizer_sha256`` when they are there and hash to it, else parsed from its file."""
+    key = _tokenizer_id(s)
+    vocab = _vocabs.get(key)
+    if vocab is None:
+        if s.cache is not None and s.tokenizer_sha256 is not None:
+            vocab = TokenizerTables(s.cache).load(s.tokenizer_sha256, encoder=_LazyEncoder(s))
+        if vocab is None:
+            vocab = load_vocabulary(s)
+        _vocabs[key] = vocab
+    return vocab
+
+
+def job_options(job: Job, s: Settings) -> CompileOptions:
+    """The compile options of ``job`` (whitespace, leniency and semantics: JSON Schemas only).
+
+    Raises:
+        ValueError: a bad option value.
+    """
+    if job.kind == "json_schema":
+        return make_options(s.whitespace, s.lenient, max_depth=s.max_depth, limits=s.limits, semantics=s.semantics)
+    return make_options(max_depth=s.max_depth, limits=s.limits)
+
+
+def source_key(job: Job, options: CompileOptions, tokenizer_sha256: str) -> str:
+    """What decides a job's artifact, hashed before any front end runs.
+
+    sha256 over the source value as read (its JSON, or a pattern's or grammar's text), its
+    kind, the tokenizer fingerprint, the canonical options and the compiler and format
+    versions: equal keys give byte-identical artifacts but for the tokenizer's display name.
+    """
+    value = hashlib.sha256(orjson.dumps(job.source)).hexdigest()
+    return hashlib.sha256(canonical_json({
+        "kind": job.kind, "source_sha256": value, "tokenizer_sha256": tokenizer_sha256,
+        "options": options.canonical_json(), "compiler_version": COMPILER_VERSION,
+        "format_version": FORMAT_VERSION,
+    }).encode()).hexdigest()
+
+
+def shard(work: Sequence[Work], index: int, count: int) -> list[Work]:
+    """Shard ``index`` (1-based) of ``count``: every ``count``-th compile of the list sorted
+    by input path and tokenizer, from the ``index``-th on; kept in ``work``'s order.
+
+    The shards of one list are disjoint and together hold all of it, whatever order the
+    arguments came in, so a CI matrix of ``count`` machines compiles every job once.
+
+    Raises:
+        ValueError: not ``1 <= index <= count``.
+    """
+    if not 1 <= index <= count:
+        raise ValueError(f"shard index must lie in 1..{count}, got {index}")
+    order = sorted(range(len(work)), key=lambda i: (work[i][0].label, work[i][1].tokenizer, i))
+    mine = {i for rank, i in enumerate(order) if rank % count == index - 1}
+    return [w for i, w in enumerate(work) if i in mine]
 
 
 def read_json(path: Path) -> tuple[Any, dict[str, Any] | None]:
@@ -183,7 +302,6 @@ def read_text(path: Path) -> tuple[Any, dict[str, Any] | None]:
         raise InputError(f"cannot read {path}: {e.strerror or e}") from e
 
 
-_vocab: Vocabulary | None = None
 _PR_SET_PDEATHSIG = 1
 _WATCH_SECONDS = 0.5
 MANIFEST_ENTRY = "_manifest_entry"  # a result's manifest record, taken out by run_all
@@ -215,10 +333,8 @@ def die_with_parent(parent: int) -> None:
     threading.Thread(target=_watch_parent, args=(parent,), name="maskc-parent-watch", daemon=True).start()
 
 
-def _init_worker(settings: Settings, parent: int) -> None:
-    global _vocab
+def _init_worker(parent: int) -> None:
     die_with_parent(parent)
-    _vocab = load_vocabulary(settings)
 
 
 def _manifest_source(job: Job, out: Path) -> str:
@@ -231,23 +347,29 @@ def _manifest_source(job: Job, out: Path) -> str:
         return Path(job.label).resolve().as_posix()
 
 
-def run_job(job: Job, settings: Settings) -> Result:
-    """Compile one job and write its artifact; failures become the result's ``error``."""
-    result: Result = {
+def _result(job: Job, settings: Settings) -> Result:
+    return {
         "path": job.label, "ok": False, "artifact": None, "states": None,
-        "distinct_masks": None, "bytes": None, "compile_ms": None, "cache_hit": None,
-        "not_enforced": [], "error": job.failure,
+        "distinct_masks": None, "bytes": None, "compile_ms": None, "cache_hit": None, "cached": None,
+        "tokenizer_sha256": settings.tokenizer_sha256, "not_enforced": [], "error": job.failure,
     }
+
+
+def run_job(job: Job, settings: Settings) -> Result:
+    """Compile one job and write its artifact; failures become the result's ``error``.
+
+    ``cached`` (and ``cache_hit``) is true when the artifact came from the artifact cache.
+    """
+    result = _result(job, settings)
     if job.failure is not None:
         return result
-    vocab = _vocab if _vocab is not None else load_vocabulary(settings)
     try:
-        opts = make_options(settings.whitespace, settings.lenient, max_depth=settings.max_depth,
-                            limits=settings.limits, semantics=settings.semantics) \
-            if job.kind == "json_schema" else make_options(max_depth=settings.max_depth, limits=settings.limits)
+        vocab = vocabulary(settings)
+        opts = job_options(job, settings)
         art = maskc.compile_source(job.kind, job.source, vocab, options=opts, cache=settings.cache)
         name = artifact_file_name(job.stem, art)
         path = art.save(Path(settings.out) / name)
+        size, digest = path.stat().st_size, file_sha256(path)
     except MaskcError as e:
         result["error"] = describe(e)
         return result
@@ -255,44 +377,109 @@ def run_job(job: Job, settings: Settings) -> Result:
         result["error"] = describe_internal(e)
         return result
     result.update(ok=True, artifact=str(path), states=art.num_states, distinct_masks=art.num_masks,
-                  bytes=path.stat().st_size, compile_ms=round(art.compile_ms, 3),
-                  cache_hit=art.cache_hit, not_enforced=art.not_enforced)
-    result[MANIFEST_ENTRY] = manifest_entry(art, source=_manifest_source(job, Path(settings.out)),
-                                            stem=job.stem, file_name=name)
+                  bytes=size, compile_ms=round(art.compile_ms, 3), cache_hit=art.cache_hit,
+                  cached=art.cache_hit, tokenizer_sha256=vocab.fingerprint, not_enforced=art.not_enforced)
+    result[MANIFEST_ENTRY] = manifest_entry(
+        art, source=_manifest_source(job, Path(settings.out)), stem=job.stem, file_name=name,
+        source_key=source_key(job, opts, vocab.fingerprint), file_bytes=size, sha256=digest,
+        compile_ms=0.0 if art.cache_hit else art.compile_ms)
     return result
 
 
-def run_all(jobs: Sequence[Job], settings: Settings, vocab: Vocabulary, n_workers: int,
+def _reused(job: Job, settings: Settings, recorded: dict[tuple[str, str], dict[str, Any]]) -> Result | None:
+    """The result of ``job`` when the output folder still holds its artifact, else None."""
+    if job.failure is not None or settings.tokenizer_sha256 is None:
+        return None
+    t0 = time.perf_counter()
+    try:
+        key = source_key(job, job_options(job, settings), settings.tokenizer_sha256)
+    except (ValueError, TypeError):  # an option or a source the compile itself reports
+        return None
+    entry = recorded.get((_manifest_source(job, Path(settings.out)), key))
+    path = reusable_artifact(settings.out, entry) if entry is not None else None
+    if entry is None or path is None:
+        return None
+    result = _result(job, settings)
+    result.update(ok=True, artifact=str(path), states=entry.get("states"),
+                  distinct_masks=entry.get("distinct_masks"), bytes=entry["bytes"],
+                  compile_ms=round((time.perf_counter() - t0) * 1e3, 3), cache_hit=True, cached=True,
+                  not_enforced=entry.get("not_enforced", []))
+    result[MANIFEST_ENTRY] = entry
+    return result
+
+
+def _recorded(out: str) -> dict[tuple[str, str], dict[str, Any]]:
+    """The output folder's manifest entries by (source, source key); none when it is unreadable."""
+    try:
+        entries = read_manifest(out)
+    except ArtifactError:
+        return {}
+    return {(str(e.get("source")), e["source_key"]): e for e in entries if isinstance(e.get("source_key"), str)}
+
+
+def run_all(work: Sequence[Work], vocabs: Sequence[Vocabulary], n_workers: int,
             started: Callable[[Job], None], finished: Callable[[Result], None]) -> list[Result]:
-    """Results in job order; ``n_workers > 1`` uses a process pool (spawned workers that
-    die with this process). Every artifact written is then recorded in ``manifest.json``.
+    """Results in ``work`` order. An artifact the output folder still holds is reused (see
+    :func:`source_key`); the rest compile, in a process pool when ``n_workers > 1``
+    (spawned workers that die with this process). Every artifact is then recorded in the
+    output folder's ``manifest.json``.
+
+    Args:
+        work: the compiles; each one's settings carry its tokenizer's fingerprint.
+        vocabs: the tokenizers already loaded in this process (reused, never reloaded).
 
     Raises:
         ArtifactError: the manifest cannot be updated.
     """
-    results = _compile_all(jobs, settings, vocab, n_workers, started, finished)
-    entries = [e for r in results if (e := r.pop(MANIFEST_ENTRY, None)) is not None]
-    if entries:
-        update_manifest(settings.out, entries)
-    return results
+    by_fingerprint = {v.fingerprint: v for v in vocabs}
+    for _, s in work:
+        if s.tokenizer_sha256 in by_fingerprint:
+            _vocabs[_tokenizer_id(s)] = by_fingerprint[s.tokenizer_sha256]
+    results: list[Result | None] = [None] * len(work)
+    recorded = {out: _recorded(out) for out in {s.out for _, s in work}}
+    todo: list[int] = []
+    for i, (job, s) in enumerate(work):
+        reused = _reused(job, s, recorded[s.out])
+        if reused is None:
+            todo.append(i)
+            continue
+        started(job)
+        results[i] = reused
+        finished(reused)
+    for i, compiled in zip(todo, _compile_all([work[i] for i in todo], vocabs, n_workers, started, finished)):
+        results[i] = compiled
+    done: list[Result] = []
+    by_out: dict[str, list[dict[str, Any]]] = {}
+    for (_, s), r in zip(work, results):
+        if r is None:
+            continue
+        done.append(r)
+        entry: dict[str, Any] | None = r.pop(MANIFEST_ENTRY, None)
+        if entry is not None:
+            by_out.setdefault(s.out, []).append(entry)
+    for out, entries in by_out.items():
+        update_manifest(out, entries)
+    return done
 
 
-def _compile_all(jobs: Sequence[Job], settings: Settings, vocab: Vocabulary, n_workers: int,
+def _compile_all(work: Sequence[Work], vocabs: Sequence[Vocabulary], n_workers: int,
                  started: Callable[[Job], None], finished: Callable[[Result], None]) -> list[Result]:
-    global _vocab
-    if n_workers <= 1 or len(jobs) <= 1:
-        _vocab = vocab
+    if n_workers <= 1 or len(work) <= 1:
         results = []
-        for job in jobs:
+        for job, s in work:
             started(job)
-            results.append(run_job(job, settings))
+            results.append(run_job(job, s))
             finished(results[-1])
         return results
-    out: list[Result | None] = [None] * len(jobs)
+    for vocab in vocabs:  # the workers load these tables rather than parse the tokenizers
+        cache = next((s.cache for _, s in work if s.tokenizer_sha256 == vocab.fingerprint), None)
+        if cache is not None:
+            TokenizerTables(cache).save(vocab)
+    out: list[Result | None] = [None] * len(work)
     ctx = multiprocessing.get_context("spawn")  # no fork: the parent may run a progress thread
-    with ProcessPoolExecutor(min(n_workers, len(jobs)), mp_context=ctx,
-                             initializer=_init_worker, initargs=(settings, os.getpid())) as pool:
-        futures = {pool.submit(run_job, job, settings): i for i, job in enumerate(jobs)}
+    with ProcessPoolExecutor(min(n_workers, len(work)), mp_context=ctx,
+                             initializer=_init_worker, initargs=(os.getpid(),)) as pool:
+        futures = {pool.submit(run_job, job, s): i for i, (job, s) in enumerate(work)}
         for future in as_completed(futures):
             out[futures[future]] = r = future.result()
             finished(r)

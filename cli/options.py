@@ -33,6 +33,9 @@ __all__ = [
     "VocabSizeOpt",
     "WhitespaceOpt",
     "SemanticsOpt",
+    "ShardOpt",
+    "TokenizersOpt",
+    "parse_shard",
     "resolve_format",
 ]
 
@@ -69,6 +72,13 @@ JsonOpt = Annotated[
 TokenizerOpt = Annotated[
     str,
     typer.Option("--tokenizer", "-t", metavar="SPEC", help=_TOKENIZER_HELP,
+                 rich_help_panel="Tokenizer"),
+]
+TokenizersOpt = Annotated[
+    list[str] | None,
+    typer.Option("--tokenizer", "-t", metavar="SPEC",
+                 help=f"{_TOKENIZER_HELP} Repeat to compile every input for each tokenizer "
+                      "(default: deepseek).",
                  rich_help_panel="Tokenizer"),
 ]
 VerifyTokenizerOpt = Annotated[
@@ -134,6 +144,37 @@ MaxSecondsOpt = Annotated[
     typer.Option("--max-seconds", metavar="S", callback=_check_seconds,
                  help="Compile limit: seconds per input. Recorded in the artifact.",
                  rich_help_panel="Limits"),
+]
+
+def parse_shard(value: str) -> tuple[int, int]:
+    """``K/N`` -> (K, N), with ``1 <= K <= N``.
+
+    Raises:
+        ValueError: anything else, with what was expected.
+    """
+    k, sep, n = value.partition("/")
+    if not (sep and k.isascii() and k.isdigit() and n.isascii() and n.isdigit()):
+        raise ValueError(f"expected K/N (shard K of N, e.g. 2/4), got {value!r}")
+    index, count = int(k), int(n)
+    if count < 1 or not 1 <= index <= count:
+        raise ValueError(f"shard K/N needs 1 <= K <= N, got {value!r}")
+    return index, count
+
+
+def _check_shard(value: str | None) -> str | None:
+    if value is not None:
+        try:
+            parse_shard(value)
+        except ValueError as e:
+            raise typer.BadParameter(str(e)) from None
+    return value
+
+
+ShardOpt = Annotated[
+    str | None,
+    typer.Option("--shard", metavar="K/N", callback=_check_shard,
+                 help="Compile only shard K of N (1-based) of the inputs × tokenizers, sorted by path "
+                      "and tokenizer: N CI machines with K = 1..N compile every input once."),
 ]
 
 NoCacheOpt = Annotated[

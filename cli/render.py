@@ -35,9 +35,10 @@ def _status(r: Result, width: int) -> Text:
             text = Text.assemble((kind, "bold red"), f": {message}")
     elif r["not_enforced"]:
         keywords = ", ".join(sorted({n["keyword"] for n in r["not_enforced"]}))
-        text = Text.assemble(("ok", "green"), (f" · not enforced: {keywords}", "yellow"))
+        text = Text.assemble(("cached" if r.get("cached") else "ok", "green"),
+                             (f" · not enforced: {keywords}", "yellow"))
     else:
-        text = Text("ok", style="green")
+        text = Text("cached" if r.get("cached") else "ok", style="green")
     text.truncate(max(width, 8), overflow="ellipsis")
     return text
 

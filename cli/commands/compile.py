@@ -1,7 +1,9 @@
 """``maskc compile``: JSON Schemas, regexes or choice lists → one artifact per input.
 
-Reads the inputs, compiles them (optionally in parallel processes, through the artifact
-cache), indexes the artifacts in ``manifest.json`` and renders one summary: a Rich table for humans, one JSON document for machines.
+Reads the inputs, compiles each for every ``--tokenizer`` (optionally one ``--shard`` of
+them, in parallel processes, through the artifact cache; an artifact the output folder
+still holds is reused), indexes the artifacts in ``manifest.json`` and renders one summary:
+a Rich table per tokenizer for humans, one JSON document for machines.
 Exit code: 0 all compiled, 1 some input failed to compile, 2 bad invocation or input.
 """
 
@@ -29,9 +31,11 @@ from maskc.cli.options import (
     NoCacheOpt,
     OutOpt,
     SemanticsOpt,
-    TokenizerOpt,
+    ShardOpt,
+    TokenizersOpt,
     VocabSizeOpt,
     WhitespaceOpt,
+    parse_shard,
     resolve_format,
 )
 from maskc.cli.output import Output
@@ -46,6 +50,7 @@ EPILOG = """\
   maskc compile schemas/ --tokenizer deepseek -o build/masks
   maskc compile order.json --whitespace flexible:4 --lenient --json
   maskc compile schemas/ --jobs 8 --tokenizer ./model/tokenizer.json --eos "<|im_end|>"
+  maskc compile schemas/ -t deepseek -t model.gguf --shard 2/4 --json
   maskc compile --regex '[0-9]{3}-[0-9]{4}' --tokenizer model.gguf
   maskc compile --choice labels.json
   maskc compile grammar.gbnf --max-depth 16
@@ -84,7 +89,7 @@ def compile_command(
         metavar="PATH", show_default=False,
         help="Schema .json files, GBNF .gbnf grammars, or directories of them (not recursive); "
              "regexes with --regex; JSON lists of strings with --choice.")],
-    tokenizer: TokenizerOpt = DEFAULT_TOKENIZER,
+    tokenizer: TokenizersOpt = None,
     out_dir: OutOpt = Path("maskc-artifacts"),
     whitespace: WhitespaceOpt = "compact",
     semantics: SemanticsOpt = "generation",
@@ -99,14 +104,15 @@ def compile_command(
     eos: EosOpt = None,
     vocab_size: VocabSizeOpt = None,
     no_cache: NoCacheOpt = False,
+    shard: ShardOpt = None,
     fmt: FormatOpt = "human",
     json_flag: JsonOpt = False,
 ) -> None:
-    """Compile schemas, regexes or choice lists into token-mask artifacts for one tokenizer.
+    """Compile schemas, regexes or choice lists into token-mask artifacts for each tokenizer.
 
     Each artifact is written as OUT/<stem>.<content key>.safetensors (other options or
     another tokenizer give another file); OUT/manifest.json maps each input, tokenizer and
-    options to its file.
+    options to its file. An input whose artifact OUT already holds is not compiled again.
     """
     if regex + choice + gbnf > 1:
         raise typer.BadParameter("use one of --regex, --choice, --gbnf", param_hint="--regex/--choice/--gbnf")
@@ -115,34 +121,46 @@ def compile_command(
     if kind != "json_schema" and (lenient or whitespace != "compact" or semantics != "generation"):
         out.warn("--whitespace, --lenient and --semantics apply to JSON Schemas only; ignored")
     jobs_list, skipped = batch.collect_jobs(paths, kind)
-    settings = batch.Settings(tokenizer, _eos(eos), vocab_size, whitespace, lenient,
-                              None if no_cache else str(ArtifactCache().root), str(out_dir), max_depth,
-                              Limits.scaled(max_states, max_seconds), semantics)
-    vocab = batch.load_vocabulary(settings)
+    base = batch.Settings(DEFAULT_TOKENIZER, _eos(eos), vocab_size, whitespace, lenient,
+                          None if no_cache else str(ArtifactCache().root), str(out_dir), max_depth,
+                          Limits.scaled(max_states, max_seconds), semantics)
+    tokenizers, same = batch.load_tokenizers(base, tokenizer or [DEFAULT_TOKENIZER])
+    for spec, first in same:
+        out.warn(f"--tokenizer {spec} is the same tokenizer as {first}; compiled once")
+    work = [(job, s) for _, s in tokenizers for job in jobs_list]
+    if shard is not None:
+        work = batch.shard(work, *parse_shard(shard))
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise InputError(f"cannot create output directory {out_dir}: {e.strerror or e}") from e
     for path in skipped:
         out.warn(f"skipped {path}: not a JSON Schema")
-    with out.progress(len(jobs_list), "compiling") as bar:
-        results = batch.run_all(jobs_list, settings, vocab, jobs,
+    with out.progress(len(work), "compiling") as bar:
+        results = batch.run_all(work, [v for v, _ in tokenizers], jobs,
                                 started=lambda job: bar.working_on(job.stem),
                                 finished=lambda _: bar.advance())
     failed = sum(not r["ok"] for r in results)
     if out.format == "json":
+        described = [{"name": v.name, "sha256": v.fingerprint, "vocab_size": v.vocab_size,
+                      "eos_ids": list(v.eos_ids)} for v, _ in tokenizers]
         out.document({
-            "tokenizer": {"name": vocab.name, "sha256": vocab.fingerprint,
-                          "vocab_size": vocab.vocab_size, "eos_ids": list(vocab.eos_ids)},
+            "tokenizer": described[0] if len(described) == 1 else None,
+            "tokenizers": described,
+            "shard": None if shard is None else dict(zip(("index", "count"), parse_shard(shard))),
             "results": results,
             "skipped": skipped,
             "summary": {"compiled": len(results) - failed, "failed": failed},
         })
-    else:
+    for vocab, _ in tokenizers if out.format != "json" else ():
+        mine = [r for r in results if r["tokenizer_sha256"] == vocab.fingerprint]
+        if not mine and results:  # another tokenizer's table shows this shard's work
+            continue
         title = f"[bold]{vocab.name}[/] · {vocab.vocab_size:,} ids · {vocab.fingerprint[:12]}"
         title += f" · {whitespace}" if kind == "json_schema" else ""
-        written = any(r["ok"] for r in results)
-        render.compile_summary(out, results, title, f"artifacts in {out_dir}/" if written else "",
+        title += f" · shard {shard}" if shard is not None else ""
+        written = any(r["ok"] for r in mine)
+        render.compile_summary(out, mine, title, f"artifacts in {out_dir}/" if written else "",
                                label=str if kind == "regex" else _file_label)
     if any(r["error"] is not None and r["error"]["type"] == INTERNAL_ERROR for r in results):
         raise typer.Exit(EXIT_INTERNAL)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import string
 from pathlib import Path
@@ -77,12 +78,16 @@ def test_manifest_records_each_artifact_and_finds_it(tmp_path: Path, vocab: str)
     entries = read_manifest(tmp_path / "build")
     assert len(entries) == 2
     entry = next(e for e in entries if e["options"]["lenient"])
+    assert entry["compile_ms"] > 0 and len(entry["source_key"]) == 64
     assert entry == {
         "source": "../schemas/order.json", "stem": "order", "kind": "json_schema", "artifact": written.name,
         "tokenizer_name": art.metadata["tokenizer_name"], "tokenizer_sha256": art.tokenizer_sha256,
         "vocab_size": art.vocab_size, "eos_token_ids": list(art.eos_token_ids), "options": art.options,
         "grammar_sha256": art.metadata["grammar_sha256"], "content_key": art.content_key,
         "format_version": art.metadata["format_version"], "not_enforced": [],
+        "bytes": written.stat().st_size, "sha256": hashlib.sha256(written.read_bytes()).hexdigest(),
+        "states": art.num_states, "distinct_masks": art.num_masks, "compile_ms": entry["compile_ms"],
+        "source_key": entry["source_key"],
     }
     found = find_artifact(tmp_path / "build", source="../schemas/order.json", tokenizer_sha256=art.tokenizer_sha256,
                           options=art.options)
