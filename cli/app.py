@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from maskc.cli.command import MaskcCommand, MaskcGroup
-from maskc.cli.commands import audit, cache, check, compile, inspect, lint, trace
+from maskc.cli.commands import audit, bench, cache, check, compile, inspect, lint, trace
 from maskc.cli.errors import EXIT_INTERNAL, report
 
 __all__ = ["app", "main"]
@@ -33,6 +33,7 @@ app.command("check", cls=MaskcCommand, epilog=check.EPILOG)(check.check_command)
 app.command("trace", cls=MaskcCommand, epilog=trace.EPILOG)(trace.trace_command)
 app.command("lint", cls=MaskcCommand, epilog=lint.EPILOG)(lint.lint_command)
 app.command("audit", cls=MaskcCommand, epilog=audit.EPILOG)(audit.audit_command)
+app.command("bench", cls=MaskcCommand, epilog=bench.EPILOG)(bench.bench_command)
 app.add_typer(cache.cache_app)
 
 
