@@ -1,0 +1,225 @@
+"""``not`` and ``if``/``then``/``else``: exact byte-level verdicts in both semantics, refusals
+by name, and a soundness property against jsonschema (any value, any spelling)."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis_jsonschema import from_schema
+
+import maskc
+from maskc.artifacts.artifact import Artifact
+from maskc.compiler.errors import UnsupportedKeyword
+from maskc.compiler.frontends.json_schema import schema_to_ir
+from maskc.compiler.options import CompileOptions, parse_whitespace
+from maskc.compiler.vocab import byte_tokenizer
+from tests.maskbench import serialize
+
+_VOCAB = byte_tokenizer()
+_SEMANTICS = ("exact", "generation")
+
+
+@lru_cache(maxsize=None)
+def _artifact(schema_json: str, semantics: str, whitespace: str = "compact") -> Artifact:
+    opts = CompileOptions(parse_whitespace(whitespace), semantics=semantics)  # type: ignore[arg-type]
+    return maskc.compile_json_schema(json.loads(schema_json), _VOCAB, options=opts)
+
+
+def accepts(schema: Any, text: str | bytes, semantics: str = "exact", whitespace: str = "compact") -> bool:
+    art = _artifact(json.dumps(schema), semantics, whitespace)
+    m = art.matcher()
+    return bool(m.accept_string(text) and m.can_terminate())
+
+
+KIND = {
+    "type": "object",
+    "properties": {"kind": {"type": "string"}, "x": {"type": "integer"}, "y": {"type": "integer"}},
+    "if": {"properties": {"kind": {"const": "a"}}, "required": ["kind"]},
+    "then": {"required": ["x"]},
+    "else": {"required": ["y"]},
+}
+
+# (schema, accepted texts, rejected texts): the same verdicts in both semantics
+TABLE: list[tuple[Any, list[str], list[str]]] = [
+    ({"not": {"type": "integer"}}, ["1.5", '"a"', "null", "true", "[]"], ["1", "-3", "0", "1.0", "-0", "1e2"]),
+    ({"not": {"const": "a"}}, ['"b"', "1", '""'], ['"a"', '"\\u0061"']),
+    ({"not": {"enum": [1, "x", None]}}, ["2", '"y"', "true", "1.5"], ["1", '"x"', "null", "1.0"]),
+    ({"not": {"minimum": 5}}, ["4.9", "-1", "0"], ["5", "7", "100.5", "5.0"]),
+    ({"type": "string", "not": {"minLength": 2}}, ['"a"', '""'], ['"ab"', '"abc"']),
+    ({"type": "string", "not": {"pattern": "^a"}}, ['"ba"', '""'], ['"ab"', '"a"', '"\\u0061"']),
+    ({"not": {"anyOf": [{"const": 1}, {"type": "string"}]}}, ["2", "null", "[1]"], ["1", '"a"', '""']),
+    ({"type": "array", "not": {"items": {"type": "integer"}}}, ['[1.5]', '["a"]', '[1,"a"]'], ["[]", "[1,2]", "[1]"]),
+    ({"type": "array", "not": {"maxItems": 1}}, ["[1,2]", "[[],{}]"], ["[]", "[1]"]),
+    ({"type": "object", "not": {"type": "object", "properties": {"foo": {"type": "string"}}}},
+     ['{"foo":1}', '{"foo":[]}'], ['{"foo":"x"}', "{}", "1"]),
+    ({"type": "integer", "if": {"exclusiveMaximum": 0}, "then": {"minimum": -10}, "else": {"maximum": 5}},
+     ["-1", "-10", "0", "5"], ["-11", "6", "1.5"]),
+    (KIND, ['{"kind":"a","x":1}', '{"kind":"b","y":1}'], ['{"kind":"a","y":1}', '{"kind":"b","x":1}', "{}"]),
+    ({"if": {"const": 1}, "then": False}, ["2", '"a"'], ["1"]),
+    ({"if": {"type": "string"}, "else": {"type": "integer"}}, ['"a"', "3"], ["1.5", "null"]),
+    ({"allOf": [{"if": {"minimum": 0}}, {"then": {"maximum": -5}}, {"else": {"const": 0}}], "type": "integer"},
+     ["1", "-1"], ["1.5"]),
+]
+
+
+@pytest.mark.parametrize("semantics", _SEMANTICS)
+@pytest.mark.parametrize(("schema", "ok", "bad"), TABLE)
+def test_verdicts(schema: Any, ok: list[str], bad: list[str], semantics: str) -> None:
+    validator = jsonschema.Draft202012Validator(schema)
+    for text in ok:
+        assert validator.is_valid(json.loads(text)), text  # the table itself is right
+        assert accepts(schema, text, semantics), (semantics, text)
+    for text in bad:
+        assert not accepts(schema, text, semantics), (semantics, text)
+
+
+def test_exact_admits_undeclared_keys_where_json_schema_does() -> None:
+    schema = {"not": {"required": ["a"]}}
+    assert accepts(schema, '{"b":1}') and accepts(schema, "{}")
+    assert not accepts(schema, "1")  # a non-object has every required property
+    assert not accepts(schema, '{"a":1}') and not accepts(schema, '{"b":1,"a":2}')
+    assert not accepts(schema, '{"b":1}', "generation")  # generation: no undeclared keys
+    assert accepts(schema, "{}", "generation")
+    kind_ok = ['{"kind":"b","y":1,"z":[1]}', '{"y":1}', '{"kind":"a","x":1,"z":{}}']
+    assert not accepts(KIND, '{"kind":"b","y":1,"z":[1]}', "generation")
+    assert all(accepts(KIND, t) for t in kind_ok)
+    assert not accepts(KIND, '{"x":1}')
+
+
+def test_difference_spells_the_subjects_key_order_first() -> None:
+    # the subject orders "a" first: the complement spells objects that way too, so no order
+    # of a forbidden value slips through
+    schema = {"not": {"properties": {"a": {"const": 1}}, "required": ["a"], "additionalProperties": {"type": "integer"}}}
+    for text in ['{"a":1}', '{"a":1,"b":2}', '{"b":2,"a":1}', "[]", "1"]:
+        assert not accepts(schema, text), text
+    for text in ['{"a":2}', '{"a":1,"b":"x"}', '{"b":1}']:
+        assert accepts(schema, text), text
+
+
+def test_recursive_complement_by_de_morgan() -> None:
+    schema = {"$defs": {"s": {"type": "object", "properties": {"c": {"$ref": "#/$defs/s"}}}}, "not": {"$ref": "#/$defs/s"}}
+    grammar, _ = schema_to_ir(schema, CompileOptions(semantics="exact"))
+    assert len(grammar.rules) > 1  # the complement recurses as a rule
+    for text in ["1", '{"c":1}', '{"c":{"c":2}}', '{"c":"s","x":1}']:
+        assert accepts(schema, text), text
+    for text in ["{}", '{"c":{}}', '{"x":1}', '{"c":{"c":{}}}']:
+        assert not accepts(schema, text), text
+
+
+@pytest.mark.parametrize(
+    ("schema", "fragment"),
+    [
+        ({"$defs": {"n": {"type": "array", "items": {"$ref": "#/$defs/n"}}}, "not": {"$ref": "#/$defs/n"}}, "recursion"),
+        ({"type": "array", "items": {"$ref": "#"}, "not": {"const": []}}, "recursive reference"),
+        ({"not": {"const": 1e-7}}, "exponent"),
+        ({"not": {"const": {"a": 1, "b": 2}}}, "order of its keys"),
+        ({"not": {"const": [1.0]}}, "fraction"),
+        ({"not": {"format": "date"}}, "'format'"),
+        ({"not": {"anyOf": [{"properties": {"a": {"const": 1}}}, {"properties": {"b": {"const": 1}}}]}}, "key order"),
+        ({"not": {"const": 1, "not": {"const": 2}}}, "complement of a complement"),
+    ],
+)
+def test_refusals_name_not(schema: Any, fragment: str) -> None:
+    for semantics in _SEMANTICS:
+        with pytest.raises(UnsupportedKeyword) as info:
+            schema_to_ir(schema, CompileOptions(semantics=semantics))  # type: ignore[arg-type]
+        assert info.value.keyword == "not"
+        assert fragment in str(info.value)
+    _, dropped = schema_to_ir(schema, CompileOptions(lenient=True))
+    assert any(d["keyword"] == "not" for d in dropped)
+
+
+def test_then_else_without_if_are_annotations() -> None:
+    schema = {"type": "integer", "then": {"const": 0}, "else": {"const": 1}}
+    _, notes = schema_to_ir(schema, CompileOptions())
+    assert {(n["keyword"], n.get("kind")) for n in notes} == {("then", "annotation"), ("else", "annotation")}
+    assert accepts(schema, "5")
+
+
+def test_whitespace_policies() -> None:
+    schema = {"type": "array", "items": {"type": "integer"}, "not": {"const": [1, 2]}}
+    assert not accepts(schema, json.dumps([1, 2], indent=2), whitespace="pretty")
+    assert accepts(schema, json.dumps([1], indent=2), whitespace="pretty")
+    assert not accepts(schema, "[1,2]", whitespace="flexible")
+    assert not accepts(schema, "[1, 2]", whitespace="flexible")
+    assert accepts(schema, "[2,1]", whitespace="flexible")
+
+
+# -- soundness: any value, in any spelling, is accepted only if jsonschema says valid -----------
+
+PROPERTY_SCHEMAS: list[Any] = [
+    {"not": {"type": "integer"}},
+    {"not": {"enum": [1, "x", None, [0]]}},
+    {"not": {"anyOf": [{"const": 1}, {"type": "string", "maxLength": 1}]}},
+    {"not": {"properties": {"a": {"const": 1}}, "required": ["a"], "additionalProperties": {"type": "integer"}}},
+    {"not": {"type": "array", "items": {"type": "integer"}}},
+    {"type": "object", "not": {"required": ["a", "b"]}},
+    KIND,
+    {"if": {"type": "integer"}, "then": {"minimum": 3}, "else": {"type": "array", "maxItems": 1}},
+]
+
+_KEYS = st.sampled_from(["a", "b", "x", "y", "kind", "é"])
+_SCALARS = st.none() | st.booleans() | st.integers(-5, 5) | st.floats(-10, 10, allow_nan=False) | st.sampled_from(["a", "x", "", "ab", "\n"])
+_VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=3), max_leaves=6)
+
+
+def _spellings(value: Any) -> list[bytes]:
+    texts = [json.dumps(value, separators=(",", ":"), ensure_ascii=False), json.dumps(value, separators=(",", ":"))]
+
+    def reverse(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: reverse(v[k]) for k in reversed(list(v))}
+        return [reverse(x) for x in v] if isinstance(v, list) else v
+
+    texts.append(json.dumps(reverse(value), separators=(",", ":"), ensure_ascii=False))
+    return [t.encode() for t in dict.fromkeys(texts)]
+
+
+@pytest.mark.parametrize("semantics", _SEMANTICS)
+@pytest.mark.parametrize("schema", PROPERTY_SCHEMAS)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=_VALUES)
+def test_accepted_only_if_valid(schema: Any, semantics: str, value: Any) -> None:
+    valid = jsonschema.Draft202012Validator(schema).is_valid(value)
+    for text in _spellings(value):
+        if accepts(schema, text, semantics):
+            assert valid, (text, semantics)
+
+
+@pytest.mark.parametrize("schema", [s for s in PROPERTY_SCHEMAS if s is not KIND])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_generated_instances_accepted(schema: Any, data: st.DataObject) -> None:
+    value = data.draw(from_schema(schema))
+    text = serialize(value, schema)
+    if any(isinstance(v, float) for v in _leaves(value)) or _has_object_with_keys(value) or _depth(value) > 3:
+        return  # canonical spellings, key order and nesting are the grammar's own (see the module doc)
+    assert accepts(schema, text), text
+
+
+def _leaves(v: Any) -> list[Any]:
+    if isinstance(v, dict):
+        return [x for w in v.values() for x in _leaves(w)]
+    if isinstance(v, list):
+        return [x for w in v for x in _leaves(w)]
+    return [v]
+
+
+def _has_object_with_keys(v: Any) -> bool:
+    if isinstance(v, dict):
+        return len(v) > 1 or any(_has_object_with_keys(w) for w in v.values())
+    return isinstance(v, list) and any(_has_object_with_keys(w) for w in v)
+
+
+def _depth(v: Any) -> int:
+    if isinstance(v, dict):
+        return 1 + max((_depth(w) for w in v.values()), default=0)
+    if isinstance(v, list):
+        return 1 + max((_depth(w) for w in v), default=0)
+    return 0
