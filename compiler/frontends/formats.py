@@ -2,9 +2,11 @@
 
 This module owns the mapping from a ``format`` name to a regular expression that
 describes the *content* of a JSON string of that format: the characters between
-the quotes, after unescaping. Every regex only uses characters that need no
-escaping inside a JSON string (no ``"``, no ``\\``, no control characters), so the
-front end can splice it between two literal quotes. All regexes are pure ASCII.
+the quotes, after unescaping. :func:`format_node` turns it into IR in the canonical
+JSON spelling (each character escaped as ``json.dumps`` does). The regexes are ASCII;
+the formats with non-ASCII characters (``iri``, ``iri-reference``, ``uri-template``,
+``idn-email``) name each non-ASCII set by a placeholder control character that
+:func:`format_node` expands.
 
 Dialect: the regexes are written for ``interegular.parse_pattern`` and describe the
 whole string (no anchors, lookarounds, backreferences, lazy quantifiers or named
@@ -65,13 +67,56 @@ documented subset instead (completeness is secondary):
     12 * 20 + 11 = 251). A label of exactly 63 characters, or a name with more
     than 12 labels, is therefore rejected. The tiers keep the automaton near
     900 states; an exact length bound would need tens of thousands.
+    (A third tier: up to 3 labels of up to 63 characters.) Labels with ``--`` in
+    their third and fourth characters are rejected: RFC 5891 reserves them, and
+    whether an ``xn--`` A-label decodes to a valid U-label is not a regular
+    question, so every A-label is rejected (a sound restriction).
+``idn-hostname``
+    A subset: the ``hostname`` language (ASCII NR-LDH labels, which are valid in
+    IDNA2008). U-labels and A-labels are not accepted: IDNA2008's contextual
+    rules, the Bidi rule and the 63-octet limit on the A-label form are not regular
+    in any useful size.
+``email`` / ``idn-email``
+    ``idn-email`` adds, as a second local-part form, up to 12 characters from
+    ``atext`` and every non-ASCII code point (RFC 6532 ``UTF8-non-ascii``) with
+    single dots between them: at most 59 octets, within the 64-octet limit.
+    The domain is ``email``'s (ASCII).
+``uri-reference``, ``iri``, ``iri-reference``
+    RFC 3986 ``URI-reference`` and RFC 3987 ``IRI``/``IRI-reference``, exact
+    (``ucschar`` in the unreserved characters, ``iprivate`` in the query).
+``uri-template``
+    RFC 6570 (level 4), exact.
+``json-pointer``, ``relative-json-pointer``
+    RFC 6901; a relative pointer is a non-negative integer then ``#`` or a JSON
+    pointer (the 2020-12 index manipulation ``+n``/``-n`` is not accepted).
+``duration``
+    RFC 3339 appendix A, exact with upper-case designators (``P1D``, ``PT1H30M``,
+    ``P2W``; no fractions, no weeks with other units).
+``regex``
+    A subset that both ECMA-262 (with and without the ``u`` flag) and Python's
+    ``re`` compile (see ``_regex_subset``): literals, escaped syntax characters,
+    class escapes, classes with ``a-z``-style ranges, groups nested two deep,
+    ``|``, anchors and quantifiers with single-digit counts. Which strings are
+    ECMA-262 regexes is not a regular language (nesting, ``\\1`` references), so no
+    exact automaton exists; a superset would be unsound.
+``byte``
+    OpenAPI base64 (RFC 4648 section 4) with padding, canonical: unused bits of the
+    last character are zero.
+
+Known formats that constrain nothing on a string (``binary``, ``password``, and the
+numeric ``int32``, ``float``, ...) are listed in :data:`ANNOTATION_FORMATS`.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
-__all__ = ["FORMAT_REGEXES", "format_regex"]
+from maskc.compiler.frontends.json_text import canonical_chars
+from maskc.compiler.frontends.regex import regex_to_ir
+from maskc.compiler.ir import Node
+
+__all__ = ["FORMAT_REGEXES", "ANNOTATION_FORMATS", "format_regex", "format_node"]
 
 
 def _alt(parts: Sequence[str]) -> str:
@@ -176,16 +221,21 @@ _LDH = "[A-Za-z0-9-]"
 
 
 def _label(max_len: int, *, first: str = _LET_DIG) -> str:
-    """A DNS label of 1 to ``max_len`` characters without an edge hyphen.
+    """A DNS label of 1 to ``max_len`` characters without an edge hyphen and without
+    ``--`` in its third and fourth characters (RFC 5891 section 4.2.3.1 reserves those
+    labels, ``xn--`` A-labels among them, for encodings a regex cannot check).
 
     Args:
-        max_len: The longest label accepted, at least 2.
+        max_len: The longest label accepted, at least 5.
         first: The class of the first character.
 
     Returns:
         The regex.
     """
-    return f"{first}(?:{_LDH}{{0,{max_len - 2}}}{_LET_DIG})?"
+    # lengths 1-3, then 4 and more: c3 c4 is never "--"; a label of exactly 4 ends in c4
+    short = f"{first}(?:{_LDH}?{_LET_DIG})?"
+    tail = f"(?:{_LET_DIG}{_LDH}|-{_LET_DIG}){_LDH}{{0,{max_len - 5}}}{_LET_DIG}"
+    return f"(?:{short}|{first}{_LDH}(?:{_LDH}{_LET_DIG}|{tail}))"
 
 
 def _tier_max_label(max_total: int, labels: int) -> int:
@@ -231,7 +281,7 @@ def _domain(
     return _alt(tiers)
 
 
-_HOSTNAME = _domain(253, (4, 12), min_labels=1, letter_tld=False)
+_HOSTNAME = _domain(253, (3, 4, 12), min_labels=1, letter_tld=False)
 
 # ------------------------------------------------------------------------ email
 
@@ -247,12 +297,125 @@ _UNRESERVED_SUB = "A-Za-z0-9._~!$&'()*+,;=\\-"
 _PCHAR = f"(?:[{_UNRESERVED_SUB}:@]|{_PCT})"
 _USERINFO = f"(?:[{_UNRESERVED_SUB}:]|{_PCT})*"
 _REG_NAME = f"(?:[{_UNRESERVED_SUB}]|{_PCT})*"
-_IP_LITERAL = f"\\[(?:{_IPV6}|v[0-9A-Fa-f]+\\.[{_UNRESERVED_SUB}:]+)\\]"
+_IP_LITERAL = f"\\[(?:{_IPV6}|[vV][0-9A-Fa-f]+\\.[{_UNRESERVED_SUB}:]+)\\]"
 _AUTHORITY = f"(?:{_USERINFO}@)?(?:{_IP_LITERAL}|{_REG_NAME})(?::[0-9]*)?"
 _SEGMENTS = f"(?:/{_PCHAR}*)*"
 _HIER_PART = f"(?://{_AUTHORITY}{_SEGMENTS}|/(?:{_PCHAR}+{_SEGMENTS})?|{_PCHAR}+{_SEGMENTS})?"
 _QUERY_CHAR = f"(?:{_PCHAR}|[/?])"
 _URI = f"[A-Za-z][A-Za-z0-9+.-]*:{_HIER_PART}(?:\\?{_QUERY_CHAR}*)?(?:#{_QUERY_CHAR}*)?"
+
+def _uri_family(*, iri: bool) -> tuple[str, str]:
+    """RFC 3986 ``URI`` and ``URI-reference`` (``iri``: RFC 3987 ``IRI`` and
+    ``IRI-reference``, which add the non-ASCII ``ucschar`` to the unreserved characters and
+    ``iprivate`` to the query).
+
+    Returns:
+        The absolute form and the reference form.
+    """
+    ucs = _UCSCHAR if iri else ""
+    unreserved_sub = _UNRESERVED_SUB + ucs
+    pchar = f"(?:[{unreserved_sub}:@]|{_PCT})"
+    pchar_nc = f"(?:[{unreserved_sub}@]|{_PCT})"  # segment-nz-nc: no colon
+    userinfo = f"(?:[{unreserved_sub}:]|{_PCT})*"
+    reg_name = f"(?:[{unreserved_sub}]|{_PCT})*"
+    authority = f"(?:{userinfo}@)?(?:{_IP_LITERAL}|{reg_name})(?::[0-9]*)?"
+    segments = f"(?:/{pchar}*)*"
+    absolute_path = f"/(?:{pchar}+{segments})?"
+    hier_part = f"(?://{authority}{segments}|{absolute_path}|{pchar}+{segments})?"
+    query = f"(?:\\?(?:{pchar}|[/?{_IPRIVATE if iri else ''}])*)?"
+    fragment = f"(?:#(?:{pchar}|[/?])*)?"
+    absolute = f"[A-Za-z][A-Za-z0-9+.-]*:{hier_part}{query}{fragment}"
+    relative_part = f"(?://{authority}{segments}|{absolute_path}|{pchar_nc}+{segments})?"
+    return absolute, f"(?:{absolute}|{relative_part}{query}{fragment})"
+
+
+# Non-ASCII character sets are spelled in the regexes by one placeholder control
+# character each (a character no format using them admits), expanded to their code-point
+# ranges when the regex becomes IR (see format_node): a regex engine would enumerate them.
+_UCSCHAR = "\x01"
+"""RFC 3987 ``ucschar`` (placeholder inside a character class)."""
+_IPRIVATE = "\x02"
+"""RFC 3987 ``iprivate`` (placeholder inside a character class)."""
+_NON_ASCII = "\x03"
+"""Every non-ASCII code point (placeholder inside a character class)."""
+
+_PLACEHOLDER_RANGES: dict[int, list[tuple[int, int]]] = {
+    0x01: [(0xA0, 0xD7FF), (0xF900, 0xFDCF), (0xFDF0, 0xFFEF)]
+    + [(p << 16, (p << 16) | 0xFFFD) for p in range(1, 14)] + [(0xE1000, 0xEFFFD)],
+    0x02: [(0xE000, 0xF8FF), (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD)],
+    0x03: [(0x80, 0xD7FF), (0xE000, 0x10FFFF)],
+}
+
+_URI_REFERENCE = _uri_family(iri=False)[1]
+_IRI, _IRI_REFERENCE = _uri_family(iri=True)
+
+_URI_TEMPLATE_LITERAL = f"(?:[!#$&(-;=?-\\[\\]_a-z~{_UCSCHAR}{_IPRIVATE}]|{_PCT})"
+_VARCHAR = f"(?:[A-Za-z0-9_]|{_PCT})"
+_VARSPEC = f"{_VARCHAR}(?:\\.?{_VARCHAR})*(?::[1-9][0-9]{{0,3}}|\\*)?"
+_URI_TEMPLATE = f"(?:{_URI_TEMPLATE_LITERAL}|\\{{[+#./;?&=,!@|]?{_VARSPEC}(?:,{_VARSPEC})*\\}})*"
+
+# ------------------------------------------------------------ pointers, durations
+
+_JSON_POINTER = "(?:/(?:[^/~]|~[01])*)*"
+_RELATIVE_JSON_POINTER = f"(?:0|[1-9][0-9]*)(?:#|{_JSON_POINTER})"
+
+
+def _duration() -> str:
+    """RFC 3339 appendix A ``duration`` (ISO 8601), upper-case designators."""
+    n = "[0-9]+"
+    second = f"{n}S"
+    minute = f"{n}M(?:{second})?"
+    hour = f"{n}H(?:{minute})?"
+    time = f"T(?:{hour}|{minute}|{second})"
+    month = f"{n}M(?:{n}D)?"
+    year = f"{n}Y(?:{month})?"
+    date = f"(?:{n}D|{month}|{year})(?:{time})?"
+    return f"P(?:{date}|{time}|{n}W)"
+
+
+_DURATION = _duration()
+
+# ------------------------------------------------------------------ IDN, base64
+
+_ULOCAL_CHAR = f"[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~\\-{_NON_ASCII}]"
+# at most 12 characters of up to 4 UTF-8 bytes and 11 dots: within 64 octets
+_IDN_EMAIL = f"(?:{_LOCAL_PART}|{_ULOCAL_CHAR}(?:\\.?{_ULOCAL_CHAR}){{0,11}})@{_EMAIL_DOMAIN}"
+
+_B64 = "[A-Za-z0-9+/]"
+_BYTE = f"(?:{_B64}{{4}})*(?:{_B64}[AQgw]==|{_B64}{{2}}[AEIMQUYcgkosw048]=)?"
+
+# ------------------------------------------------------------------------ regex
+
+
+def _regex_subset(depth: int) -> str:
+    """A subset of the regular expressions that both ECMA-262 (``u`` flag or not) and
+    Python's ``re`` compile: literal characters, escaped syntax characters, the class
+    escapes ``\\d \\D \\w \\W \\s \\S`` and ``\\n \\r \\t \\f \\v``, ``.``, ``^``, ``$``,
+    non-empty classes of such characters and ascending ``a-z``/``A-Z``/``0-9`` ranges,
+    groups ``(...)`` and ``(?:...)`` nested at most ``depth`` deep, ``|``, and the
+    quantifiers ``* + ? {n} {n,} {n,m}`` (single-digit ``n <= m``), each optionally lazy.
+    """
+    syntax = "\\\\^$.|?*+()\\[\\]{}"
+    escape = f"\\\\(?:[{syntax}/]|[dDwWsSnrtfv])"
+    literal = f"[^{syntax}]"
+    ranges = []
+    for lo, hi in (("0", "9"), ("a", "z"), ("A", "Z")):
+        for c in range(ord(lo), ord(hi) + 1):
+            ranges.append(f"{chr(c)}-[{chr(c)}-{hi}]")
+    class_item = f"(?:[^\\\\\\[\\]^&~|\\-]|\\\\(?:[dDwWsSnrtfv\\\\\\[\\]^\\-/.])|{'|'.join(ranges)})"
+    char_class = f"\\[\\^?{class_item}+\\]"
+    counted = [f"\\{{{n}\\}}|\\{{{n},\\}}" for n in range(10)]
+    counted += [f"\\{{{n},{m}\\}}" for n in range(10) for m in range(n, 10)]
+    quantifier = f"(?:[*+?]|{'|'.join(counted)})\\??"
+    body = ""
+    for _ in range(depth + 1):
+        group = f"|\\((?:\\?:)?{body}\\)" if body else ""
+        atom = f"(?:{literal}|{escape}|\\.|{char_class}{group})"
+        body = f"(?:{atom}(?:{quantifier})?|[$^|])*"  # an empty alternative is valid
+    return body
+
+
+_REGEX = _regex_subset(2)
 
 # ------------------------------------------------------------------------ table
 
@@ -268,8 +431,65 @@ FORMAT_REGEXES: dict[str, str] = {
     "ipv4": _IPV4,
     "ipv6": _IPV6,
     "hostname": _HOSTNAME,
+    "uri-reference": _URI_REFERENCE,
+    "iri": _IRI,
+    "iri-reference": _IRI_REFERENCE,
+    "uri-template": _URI_TEMPLATE,
+    "idn-hostname": _HOSTNAME,
+    "idn-email": _IDN_EMAIL,
+    "json-pointer": _JSON_POINTER,
+    "relative-json-pointer": _RELATIVE_JSON_POINTER,
+    "duration": _DURATION,
+    "regex": _REGEX,
+    "byte": _BYTE,
 }
 """Supported ``format`` names and the regex of each one's string content."""
+
+
+ANNOTATION_FORMATS: dict[str, str] = {
+    "binary": "OpenAPI: any octets (a JSON string of any content)",
+    "password": "OpenAPI: a hint to obscure the value",
+    "int8": "an integer format: on a string it constrains nothing",
+    "int16": "an integer format: on a string it constrains nothing",
+    "int32": "an integer format: on a string it constrains nothing",
+    "int64": "an integer format: on a string it constrains nothing",
+    "uint8": "an integer format: on a string it constrains nothing",
+    "uint16": "an integer format: on a string it constrains nothing",
+    "uint32": "an integer format: on a string it constrains nothing",
+    "uint64": "an integer format: on a string it constrains nothing",
+    "float": "OpenAPI: a number's precision, not a range or a spelling",
+    "double": "OpenAPI: a number's precision, not a range or a spelling",
+}
+"""Known ``format`` names that constrain no string: compiled as annotations."""
+
+_PLACEHOLDER_FORMATS = frozenset({"iri", "iri-reference", "uri-template", "idn-email"})
+
+
+def _expand_placeholders(ranges: list[tuple[int, int]]) -> Node:
+    """:func:`canonical_chars` of ``ranges`` with each placeholder replaced by its set."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in ranges:
+        cur = lo
+        for p in sorted(_PLACEHOLDER_RANGES):
+            if cur <= p <= hi:
+                if cur < p:
+                    out.append((cur, p - 1))
+                out.extend(_PLACEHOLDER_RANGES[p])
+                cur = p + 1
+        if cur <= hi:
+            out.append((cur, hi))
+    return canonical_chars(out)
+
+
+@functools.lru_cache(maxsize=None)
+def format_node(name: str) -> Node | None:
+    """The IR of the content of a JSON string of ``format`` ``name`` (canonical spelling:
+    each character escaped as ``json.dumps`` does), or ``None`` if the format is not
+    asserted (see :data:`ANNOTATION_FORMATS` and :func:`format_regex`)."""
+    regex = FORMAT_REGEXES.get(name)
+    if regex is None:
+        return None
+    return regex_to_ir(regex, _expand_placeholders if name in _PLACEHOLDER_FORMATS else canonical_chars)
 
 
 def format_regex(name: str) -> str | None:

@@ -18,6 +18,9 @@ Decisions:
   by its numeric value only.
 * :func:`integer_regex` accepts JSON integer syntax only: no fraction, no
   exponent, no leading zeros, no ``+``.
+* :func:`multiple_of` (``multipleOf``) is an automaton, not a regex: divisibility of a
+  decimal numeral by ``k`` takes ``k`` states, while a regex for it grows exponentially.
+  It accepts decimal notation only (no exponent), like the bounded regexes.
 * :func:`number_regex` with at least one bound accepts decimal notation only
   (``-?int(.frac)?``, any number of fraction digits, trailing zeros allowed) and
   never exponent notation such as ``1e3``. This is a sound restriction: every
@@ -27,11 +30,14 @@ Decisions:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
+from math import gcd
 from typing import TypeAlias
 
-__all__ = ["JSON_INTEGER", "JSON_NUMBER", "integer_regex", "number_regex"]
+from maskc.compiler.ir import Automaton
+
+__all__ = ["JSON_INTEGER", "JSON_NUMBER", "integer_regex", "number_regex", "multiple_of", "multiple_of_size"]
 
 JSON_INTEGER = "-?(?:0|[1-9][0-9]*)"
 """Every JSON integer (RFC 8259 ``int`` with an optional minus)."""
@@ -499,3 +505,172 @@ def number_regex(
             f" maximum {maximum} (exclusive: {exclusive_maximum})"
         )
     return _alt(parts)
+
+
+# ---------------------------------------------------------------- multipleOf
+
+_State: TypeAlias = tuple[int, ...]
+# Abstract states of the multipleOf automaton: (_START,), (_SIGNED,), (_ZERO,) the integer
+# part "0", (_INT, r, c) inside a non-zero integer part, (_DOT, r) just after ".",
+# (_FRAC, r, j) after j fraction digits.
+_START, _SIGNED, _ZERO, _INT, _DOT, _FRAC = range(6)
+
+
+def _split_step(k: Decimal) -> tuple[int, int]:
+    """``k`` as ``K * 10**e`` with ``K`` a positive integer not divisible by 10.
+
+    Raises:
+        ValueError: If ``k`` is not a positive finite number.
+    """
+    if not k.is_finite() or k <= 0:
+        raise ValueError(f"multipleOf must be a positive finite number, got {k}")
+    sign, digits, exp = k.normalize().as_tuple()
+    assert isinstance(exp, int)
+    big = int("".join(map(str, digits)))
+    while big % 10 == 0:
+        big //= 10
+        exp += 1
+    return big, exp
+
+
+def multiple_of_size(k: Decimal, *, integer: bool) -> int:
+    """About how many states :func:`multiple_of` builds for ``k`` (before minimization).
+
+    Args:
+        k: The ``multipleOf`` value, positive.
+        integer: Whether only integers are spelled (``type: integer``).
+
+    Returns:
+        The number of states.
+    """
+    big, e = _split_step(k)
+    if e >= 0:
+        return big * (e + 1) + 5
+    if integer:
+        return big // gcd(big, 10**-e) + 4
+    return big * (-e + 2) + 4
+
+
+def multiple_of(k: Decimal, *, integer: bool) -> Automaton:
+    """The JSON numbers in decimal notation whose value is an integer multiple of ``k``.
+
+    Write ``k = K * 10**e`` with ``K`` not divisible by 10. For ``e >= 0`` a value is a
+    multiple exactly when it is an integer whose digits are ``0`` or ``P`` followed by
+    ``e`` zeros with ``P`` divisible by ``K``: the states track ``P mod K`` and the run
+    of trailing zeros (up to ``e``), so ``multipleOf: 1e9`` takes ten states, not 10**9.
+    For ``e < 0`` the value times ``10**-e`` must be an integer divisible by ``K``: the
+    states track that integer's residue over the integer digits and the first ``-e``
+    fraction digits (missing ones count as zeros); later fraction digits must be ``0``.
+    ``-0``, trailing fraction zeros and a zero value are judged by value. No exponent.
+
+    Args:
+        k: The ``multipleOf`` value, positive and finite.
+        integer: Whether only JSON integer syntax is spelled (``type: integer``).
+
+    Returns:
+        The automaton; its size is :func:`multiple_of_size` (see there before calling
+        with a large ``K``).
+
+    Raises:
+        ValueError: If ``k`` is not positive and finite.
+
+    Example:
+        >>> a = multiple_of(Decimal("0.5"), integer=False)   # 1.5, -2, 0.50, but not 0.25
+        >>> len(a.edges) > 0
+        True
+    """
+    big, e = _split_step(k)
+    z = max(e, 0)
+    s = max(-e, 0)
+    if integer and s:
+        # an integer times 10**s is divisible by K exactly when it is by K / gcd(K, 10**s)
+        big, s, e = big // gcd(big, 10**s), 0, 0
+    pow10 = [pow(10, i, big) for i in range(max(z, s) + 2)]
+
+    def digit(st: _State, d: int) -> _State | None:
+        kind = st[0]
+        if kind in (_START, _SIGNED):
+            return (_ZERO,) if d == 0 else (_INT, d % big, 0)
+        if kind == _INT:
+            r, c = st[1], st[2]
+            if e >= 0:
+                if d == 0:
+                    return (_INT, r, c + 1) if c < z else (_INT, r * 10 % big, z)
+                return (_INT, (r * pow10[c + 1] + d) % big, 0)
+            return (_INT, (r * 10 + d) % big, 0)
+        if kind == _DOT or kind == _FRAC:
+            r = st[1]
+            j = 0 if kind == _DOT else st[2]
+            if e >= 0 or j == s:  # every digit from here on must be 0, and r already 0
+                if d != 0 or (e < 0 and r != 0):
+                    return None
+                return st if kind == _FRAC else (_FRAC, r, j)
+            return (_FRAC, (r * 10 + d) % big, j + 1)
+        return None  # _ZERO: no digit may follow a leading zero
+
+    def accepting(st: _State) -> bool:
+        kind = st[0]
+        if kind == _ZERO:
+            return True
+        if kind == _INT:
+            r, c = st[1], st[2]
+            return (c == z and r == 0) if e >= 0 else r * pow10[s] % big == 0
+        if kind == _FRAC:
+            return st[1] * pow10[s - st[2]] % big == 0 if e < 0 else True
+        return False
+
+    def dot(st: _State) -> _State | None:
+        if integer or st[0] not in (_ZERO, _INT):
+            return None
+        if e >= 0:  # only zero fractions: the integer part must already be a multiple
+            return (_DOT, 0) if accepting(st) else None
+        return (_DOT, 0 if st[0] == _ZERO else st[1])
+
+    return _explore((_START,), digit, dot, accepting)
+
+
+def _explore(
+    start: _State,
+    digit: Callable[[_State, int], _State | None],
+    dot: Callable[[_State], _State | None],
+    accepting: Callable[[_State], bool],
+) -> Automaton:
+    """The reachable part of an automaton over ``-``, ``.`` and digits, numbered in BFS order."""
+    ids: dict[_State, int] = {start: 0}
+    order = [start]
+    edges: list[tuple[tuple[int, int, int], ...]] = []
+
+    def target(st: _State) -> int:
+        got = ids.get(st)
+        if got is None:
+            got = ids[st] = len(order)
+            order.append(st)
+        return got
+
+    i = 0
+    while i < len(order):
+        st = order[i]
+        out: list[tuple[int, int, int]] = []
+        if st[0] == _START:
+            out.append((0x2D, 0x2D, target((_SIGNED,))))
+        after_dot = dot(st)
+        if after_dot is not None:
+            out.append((0x2E, 0x2E, target(after_dot)))
+        run: tuple[int, int, int] | None = None  # consecutive digits with one target
+        for d in range(10):
+            nxt = digit(st, d)
+            if nxt is None:
+                continue
+            t = target(nxt)
+            b = 0x30 + d
+            if run is not None and run[2] == t and run[1] == b - 1:
+                run = (run[0], b, t)
+                continue
+            if run is not None:
+                out.append(run)
+            run = (b, b, t)
+        if run is not None:
+            out.append(run)
+        edges.append(tuple(out))
+        i += 1
+    return Automaton(tuple(edges), frozenset(i for i, st in enumerate(order) if accepting(st)))

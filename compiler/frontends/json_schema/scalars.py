@@ -20,7 +20,11 @@ from maskc.compiler.frontends.json_text import CANONICAL_ANY_CHAR, INTEGER, JSON
 from maskc.compiler.frontends.regex import regex_to_ir
 from maskc.compiler.ir import Alt, ByteSet, Fields, Node, Product, Repeat, Seq, alt, lit, rep, seq
 
-__all__ = ["ScalarsMixin"]
+__all__ = ["ScalarsMixin", "MAX_MULTIPLE_OF_STATES"]
+
+MAX_MULTIPLE_OF_STATES = 4096
+"""The largest ``multipleOf`` automaton built (about ``K * (fraction digits + 2)`` states
+for ``multipleOf = K * 10**-digits``); a larger one is refused by name."""
 
 _INT_FORMATS = {
     "int8": (-(2**7), 2**7 - 1), "int16": (-(2**15), 2**15 - 1), "int32": (-(2**31), 2**31 - 1),
@@ -90,11 +94,16 @@ class ScalarsMixin(Base):
         constraints: list[Node] = []
         fmt = schema.get("format")
         if fmt is not None:
-            rx = formats.format_regex(fmt) if isinstance(fmt, str) else None
-            if rx is None:
-                self.unsupported("format", _ptr(pointer, "format"), f"unknown format {fmt!r}")
+            node = formats.format_node(fmt) if isinstance(fmt, str) else None
+            if node is not None:
+                constraints.append(node)
+            elif not isinstance(fmt, str):
+                raise SchemaError("format must be a string", pointer=_ptr(pointer, "format"))
+            elif fmt in formats.ANNOTATION_FORMATS:
+                self.annotation("format", _ptr(pointer, "format"),
+                                f"format {fmt!r} on a string: {formats.ANNOTATION_FORMATS[fmt]}")
             else:
-                constraints.append(regex_to_ir(rx, canonical_chars))
+                self.annotation("format", _ptr(pointer, "format"), f"unknown format {fmt!r}: an annotation, not asserted")
         pat = schema.get("pattern")
         if pat is not None:
             if not isinstance(pat, str):
@@ -145,27 +154,59 @@ class ScalarsMixin(Base):
         lo, lo_ex = _tighter_low(bounds.get("minimum"), bounds.get("exclusiveMinimum"))
         hi, hi_ex = _tighter_high(bounds.get("maximum"), bounds.get("exclusiveMaximum"))
         fmt = schema.get("format")
+        if isinstance(fmt, str) and fmt in formats.ANNOTATION_FORMATS and not (t == "integer" and fmt in _INT_FORMATS):
+            # float, double (and an integer format on a number): a precision, not a range
+            self.annotation("format", _ptr(pointer, "format"), f"format {fmt!r} on a number constrains nothing")
         if t == "integer" and isinstance(fmt, str) and fmt in _INT_FORMATS:
             flo, fhi = _INT_FORMATS[fmt]
             if lo is None or lo < flo:
                 lo, lo_ex = Decimal(flo), False
             if hi is None or hi > fhi:
                 hi, hi_ex = Decimal(fhi), False
+        step = self.multiple_of(t, schema, pointer)
         if t == "integer":
             ilo = None if lo is None else _int_low(lo, lo_ex)
             ihi = None if hi is None else _int_high(hi, hi_ex)
             if ilo is None and ihi is None:
-                return INTEGER
+                return INTEGER if step is None else step
             if ilo is not None and ihi is not None and ilo > ihi:
                 raise EmptyLanguage(f"no integer satisfies the bounds (at {pointer or '/'})")
-            return regex_to_ir(numeric.integer_regex(ilo, ihi))
+            ranged = regex_to_ir(numeric.integer_regex(ilo, ihi))
+            return ranged if step is None else Product(ranged, step, "and")
         if lo is None and hi is None:
-            return NUMBER
+            return NUMBER if step is None else step
         if lo is not None and hi is not None and (lo > hi or (lo == hi and (lo_ex or hi_ex))):
             raise EmptyLanguage(f"no number satisfies the bounds (at {pointer or '/'})")
-        return regex_to_ir(
+        ranged = regex_to_ir(
             numeric.number_regex(lo, hi, exclusive_minimum=lo_ex, exclusive_maximum=hi_ex)
         )
+        return ranged if step is None else Product(ranged, step, "and")
+
+    def multiple_of(self, t: str, schema: dict[str, JsonValue], pointer: str) -> Node | None:
+        """The numbers of type ``t`` that ``multipleOf`` admits (decimal notation, see
+        :func:`~maskc.compiler.frontends.numeric.multiple_of`), or None when it is absent
+        or refused (a step whose automaton would exceed ``MAX_MULTIPLE_OF_STATES``)."""
+        v = schema.get("multipleOf")
+        if v is None:
+            return None
+        where = _ptr(pointer, "multipleOf")
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0:
+            raise SchemaError("multipleOf must be a number greater than 0", pointer=where)
+        try:
+            k = Decimal(repr(v)) if isinstance(v, float) else Decimal(v)
+        except InvalidOperation:
+            raise SchemaError("multipleOf is not a finite number", pointer=where) from None
+        if not k.is_finite():
+            raise SchemaError("multipleOf is not a finite number", pointer=where)
+        size = numeric.multiple_of_size(k, integer=t == "integer")
+        if size > MAX_MULTIPLE_OF_STATES:
+            self.unsupported(
+                "multipleOf", where,
+                f"multipleOf {v}: its divisibility automaton needs {size} states"
+                f" (at most {MAX_MULTIPLE_OF_STATES} are built)",
+            )
+            return None
+        return numeric.multiple_of(k, integer=t == "integer")
 
 def _byte_span(node: Node) -> tuple[int, int | None] | None:
     """Shortest and longest byte length of ``node``'s strings (longest None: unbounded)."""
