@@ -10,6 +10,7 @@ pydantic is already loaded.
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any
 
@@ -136,7 +137,10 @@ def canonical_schema(value: Any) -> str:
         return orjson.dumps(schema).decode()
     except orjson.JSONEncodeError as e:
         check_nesting(schema)  # orjson refuses 255 levels: say where, as a SchemaError
-        raise TypeError(f"the schema holds a value JSON cannot represent: {e}") from e
+        try:  # integers past 64 bits are JSON (a bignum bound, say), orjson cannot write them
+            return json.dumps(schema, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError):
+            raise TypeError(f"the schema holds a value JSON cannot represent: {e}") from e
 
 
 def _json_type(value: Any) -> str:
