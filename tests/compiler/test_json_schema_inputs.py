@@ -101,3 +101,13 @@ def test_schema_from_distinguishes_json_from_python_objects(byte_vocab: Vocabula
     # compile_source takes the same inputs: a JSON value that is no schema is the input's fault
     with pytest.raises(SchemaError):
         maskc.compile_source("json_schema", "a string", byte_vocab)
+
+
+def test_integer_bounds_past_64_bits_compile() -> None:
+    import maskc
+    from maskc.compiler.vocab import byte_tokenizer
+
+    art = maskc.compile_json_schema({"type": "integer", "maximum": 18446744073709551615}, byte_tokenizer())
+    for text, ok in [(b"18446744073709551615", True), (b"18446744073709551616", False)]:
+        m = art.matcher()
+        assert bool(m.accept_string(text) and m.can_terminate()) is ok
