@@ -19,7 +19,7 @@ from maskc.artifacts.io import parse_artifact_bytes, read_artifact_file, save_by
 from maskc.artifacts.metadata import parse_metadata
 from maskc.compiler.dfa import Dfa
 from maskc.compiler.errors import ArtifactCorrupt, TokenizerMismatch
-from maskc.compiler.maskstore import MaskStore
+from maskc.compiler.maskstore import KIND_ALLOW, KIND_DELTA, KIND_DENSE, MaskStore, bitmask_words
 from maskc.compiler.pda import Pda
 from maskc.compiler.pipeline import CompiledGrammar
 from maskc.compiler.vocab import Vocabulary
@@ -27,6 +27,9 @@ from maskc.compiler.vocab import Vocabulary
 __all__ = ["Artifact", "load_artifact", "COMPILER_VERSION"]
 
 COMPILER_VERSION = fmt.COMPILER_VERSION
+ROW_CACHE_LIMIT = 4096  # decoded rows kept per artifact (16 KiB each for a 128k vocabulary)
+_ONE = np.uint32(1)
+_SCATTER_MAX = 256
 
 
 class Artifact:
@@ -54,7 +57,7 @@ class Artifact:
         self.dfa = Dfa(
             trans,
             np.array(tensors["dfa.byte_class"], dtype=np.uint8),
-            np.array(tensors["dfa.accepting"], dtype=np.bool_),
+            np.asarray(tensors["dfa.accepting"]).astype(np.bool_),
         )
         self.state_mask = np.asarray(tensors["mask.state"], dtype=np.int32)
         self.masks = MaskStore(
@@ -75,11 +78,11 @@ class Artifact:
                 self.inline_depth = int(info.inline_depth or 0)
                 self.pda = Pda(
                     self.dfa,
-                    np.array(tensors["pda.call_offsets"], dtype=np.int64),
-                    np.array(tensors["pda.call_rule"], dtype=np.int32),
-                    np.array(tensors["pda.call_return"], dtype=np.int32),
-                    np.array(tensors["pda.rule_start"], dtype=np.int32),
-                    np.array(tensors["pda.need"], dtype=np.int32),
+                    np.asarray(tensors["pda.call_offsets"], dtype=np.int64),
+                    np.asarray(tensors["pda.call_rule"], dtype=np.int32),
+                    np.asarray(tensors["pda.call_return"], dtype=np.int32),
+                    np.asarray(tensors["pda.rule_start"], dtype=np.int32),
+                    np.asarray(tensors["pda.need"], dtype=np.int32),
                     info.rule_names,
                 )
             except (ValueError, TypeError) as e:
@@ -87,7 +90,9 @@ class Artifact:
             self.uncertain_mask = np.asarray(tensors["mask.uncertain"], dtype=np.int32)
             self.flat_mask = np.asarray(tensors["mask.flat"], dtype=np.int32)
         self._runtime: Any = None
-        self._rows: dict[int, NDArray[np.int32]] = {}
+        self._rows: dict[int, NDArray[np.int32]] = {}  # mask id -> decoded row
+        self._state_rows: dict[int, NDArray[np.int32]] = {}  # state -> its mask's row
+        self._full: NDArray[np.uint32] | None = None
         self._torch_rows: dict[tuple[int, str], Any] = {}
         self._step_cache: dict[tuple[int, int], int] = {}
         self._forced: dict[int, bytes] = {}
@@ -209,14 +214,70 @@ class Artifact:
             )
 
     def mask_row(self, state: int) -> NDArray[np.int32]:
-        """The int32 bitmask row of ``state`` (cached per distinct mask)."""
-        m = int(self.state_mask[state])
+        """The int32 bitmask row of ``state`` (read-only; decoded on first use, then cached)."""
+        row = self._state_rows.get(state)
+        if row is None:
+            row = self.mask_row_of(int(self.state_mask[state]))
+            self._state_rows[state] = row
+        return row
+
+    def mask_row_of(self, m: int) -> NDArray[np.int32]:
+        """Mask ``m`` of the store as a read-only int32 bitmask row, cached."""
         row = self._rows.get(m)
         if row is None:
-            row = self.masks.dense_row(m)
+            if len(self._rows) >= ROW_CACHE_LIMIT:
+                self._rows.clear()
+                self._state_rows.clear()
+            row = self._decode(m).view(np.int32)
             row.setflags(write=False)
             self._rows[m] = row
         return row
+
+    def _decode(self, m: int) -> NDArray[np.uint32]:
+        """Mask ``m`` as a uint32 row, in a few array operations whatever its form.
+
+        A delta mask is its base's row with the listed bits flipped; the flips of the whole
+        chain (at most ``MAX_DELTA_DEPTH`` links down to a self-contained mask or a row
+        already decoded) are applied in one scatter. Nothing per token runs in Python.
+        """
+        kinds, offsets, data = self.masks.kinds, self.masks.offsets, self.masks.data
+        flips: list[NDArray[np.int32]] = []
+        row: NDArray[np.uint32] | None = None
+        k = m
+        while row is None:
+            kind, a, b = int(kinds[k]), int(offsets[k]), int(offsets[k + 1])
+            if kind == KIND_DELTA:  # check_tables proved the base id is smaller: the chain ends
+                flips.append(data[a + 1 : b])
+                k = int(data[a])
+                cached = self._rows.get(k)
+                if cached is not None:
+                    row = cached.view(np.uint32).copy()
+            elif kind == KIND_DENSE:
+                seg = data[a:b].view(np.uint32)
+                row = seg.copy() if flips else seg
+            elif kind == KIND_ALLOW:
+                row = _bits(data[a:b], bitmask_words(self.vocab_size))
+            else:  # KIND_REJECT: every id of the vocabulary but the listed ones
+                row = self._full_row() ^ _bits(data[a:b], bitmask_words(self.vocab_size))
+        small = [f for f in flips if f.shape[0] <= _SCATTER_MAX]
+        for f in flips:
+            if f.shape[0] > _SCATTER_MAX:
+                row ^= _bits(f, row.shape[0])
+        if small:  # ids may repeat across links: xor.at flips a bit once per occurrence
+            ids = small[0] if len(small) == 1 else np.concatenate(small)
+            np.bitwise_xor.at(row, ids >> 5, _ONE << (ids & 31).astype(np.uint32))
+        return row
+
+    def _full_row(self) -> NDArray[np.uint32]:
+        """Every id of ``[0, vocab_size)`` allowed (the padding bits of the last word clear)."""
+        if self._full is None:
+            words = bitmask_words(self.vocab_size)
+            full = np.full(words, 0xFFFFFFFF, dtype=np.uint32)
+            tail = self.vocab_size - 32 * (words - 1)
+            full[-1] = np.uint32((1 << tail) - 1)
+            full.setflags(write=False)
+            self._full = full
+        return self._full
 
     def forced_bytes(self, state: int) -> bytes:
         """Bytes forced from ``state``: while exactly one byte continues and the state cannot end."""
@@ -295,6 +356,17 @@ class Artifact:
             "masks_by_kind": {"allow_list": kinds[0], "reject_list": kinds[1], "dense": kinds[2], "delta": kinds[3]},
             "table_bytes": self.nbytes,
         }
+
+
+def _bits(ids: NDArray[np.int32], words: int) -> NDArray[np.uint32]:
+    """A row with the bits of ``ids`` set (ids distinct, as every stored list is)."""
+    shift = (ids & 31).astype(np.uint32)
+    if ids.shape[0] > _SCATTER_MAX:  # long lists: one pass over the row beats a scatter per id
+        sums = np.bincount(ids >> 5, weights=_ONE << shift, minlength=words)  # distinct bits: sum == or
+        return sums.astype(np.uint32)
+    row = np.zeros(words, dtype=np.uint32)
+    np.bitwise_or.at(row, ids >> 5, _ONE << shift)
+    return row
 
 
 def load_artifact(path: str | os.PathLike[str], *, tokenizer: Vocabulary | None = None) -> Artifact:

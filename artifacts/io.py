@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import mmap
 import os
 import re
 import secrets
@@ -18,14 +19,13 @@ from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
-from safetensors.numpy import load as st_load
 
 from maskc.compiler.errors import ArtifactCorrupt, ArtifactError
 
 __all__ = ["write_atomic", "save_bytes", "read_artifact_file", "sweep_stale_temporaries"]
 
 
-_DTYPES = {
+_DTYPES: dict[np.dtype[np.generic], str] = {
     np.dtype(np.int32): "I32", np.dtype(np.int64): "I64", np.dtype(np.uint8): "U8",
     np.dtype(np.bool_): "BOOL", np.dtype(np.float32): "F32", np.dtype(np.int8): "I8",
     np.dtype(np.uint32): "U32", np.dtype(np.int16): "I16", np.dtype(np.uint16): "U16",
@@ -202,41 +202,72 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
     return target
 
 
+_NP_DTYPES: dict[str, np.dtype[np.generic]] = {code: dtype for dtype, code in _DTYPES.items()}
+
+
 def read_artifact_file(path: str | os.PathLike[str]) -> tuple[dict[str, NDArray[np.generic]], dict[str, str]]:
-    """Read tensors and metadata; any malformation becomes :class:`ArtifactCorrupt`."""
+    """Memory-map an artifact file; tensors and metadata, any malformation an :class:`ArtifactCorrupt`.
+
+    The tensors are read-only views of the mapping (nothing is copied; processes that load
+    the same file share its pages). maskc replaces files by rename, never in place, so a
+    mapped file stays whole; a file truncated in place by another program while mapped is
+    outside this contract (the operating system then faults on access).
+    """
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        with open(p, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size < 8:
+                buf: bytes | mmap.mmap = f.read()
+            else:
+                buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     except FileNotFoundError:
         raise ArtifactError(f"artifact not found: {p}") from None
-    except OSError as e:
-        raise ArtifactError(f"cannot read artifact {p}: {e.strerror or e}") from e
-    return parse_artifact_bytes(raw, str(p))
+    except (OSError, ValueError) as e:
+        raise ArtifactError(f"cannot read artifact {p}: {getattr(e, 'strerror', None) or e}") from e
+    return parse_artifact_bytes(buf, str(p))
 
 
-def parse_artifact_bytes(raw: bytes, where: str) -> tuple[dict[str, NDArray[np.generic]], dict[str, str]]:
+def parse_artifact_bytes(raw: bytes | mmap.mmap, where: str) -> tuple[dict[str, NDArray[np.generic]], dict[str, str]]:
+    """Tensors (read-only views of ``raw``, no copy) and metadata of a safetensors buffer.
+
+    Every header entry is validated before a view is made: a known dtype, a shape whose
+    size matches its byte range, ranges that tile the data area exactly.
+    """
     import json
     import struct
 
-    if len(raw) < 8:
-        raise ArtifactCorrupt(f"{where} is truncated or not a safetensors file ({len(raw)} bytes)")
+    n = len(raw)
+    if n < 8:
+        raise ArtifactCorrupt(f"{where} is truncated or not a safetensors file ({n} bytes)")
     (hlen,) = struct.unpack("<Q", raw[:8])
-    if hlen > len(raw) - 8:
-        raise ArtifactCorrupt(f"{where} is truncated: header claims {hlen} bytes, file has {len(raw) - 8}")
+    if hlen > n - 8:
+        raise ArtifactCorrupt(f"{where} is truncated: header claims {hlen} bytes, file has {n - 8}")
     try:
         header = json.loads(raw[8 : 8 + hlen])
-        metadata = header.get("__metadata__") or {}
-        end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
-    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        metadata = header.pop("__metadata__", None) or {}
+        entries = [(v["data_offsets"][0], v["data_offsets"][1], k, v["dtype"], v["shape"]) for k, v in header.items()]
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as e:
         raise ArtifactCorrupt(f"{where} has a malformed header") from e
-    if 8 + hlen + end != len(raw):
-        raise ArtifactCorrupt(
-            f"{where} is truncated or has trailing bytes: expected {8 + hlen + end} bytes, found {len(raw)}"
-        )
-    try:
-        tensors = st_load(raw)
-    except Exception as e:  # safetensors raises its own SafetensorError
-        raise ArtifactCorrupt(f"{where} is not a readable safetensors file: {e}") from e
+    if not all(type(e[0]) is int and type(e[1]) is int for e in entries):
+        raise ArtifactCorrupt(f"{where} has a malformed header: tensor byte ranges must be integers")
+    end = max((e[1] for e in entries), default=0)
+    if 8 + hlen + end != n:
+        raise ArtifactCorrupt(f"{where} is truncated or has trailing bytes: expected {8 + hlen + end} bytes, found {n}")
     if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
         raise ArtifactCorrupt(f"{where} has malformed metadata")
-    return dict(tensors), dict(metadata)
+    base = 8 + hlen
+    tensors: dict[str, NDArray[np.generic]] = {}
+    at = 0
+    for begin, stop, name, code, shape in sorted(entries, key=lambda e: (e[0], e[1])):
+        dtype = _NP_DTYPES.get(code) if isinstance(code, str) else None
+        ok = (dtype is not None and begin == at and stop >= begin
+              and isinstance(shape, list) and all(type(d) is int and d >= 0 for d in shape))
+        count = int(np.prod(shape, dtype=np.int64)) if ok else 0
+        if not ok or dtype is None or count * dtype.itemsize != stop - begin:
+            raise ArtifactCorrupt(f"{where} is not a readable safetensors file: tensor {name!r} has a bad dtype, "
+                                  "shape or byte range")
+        arr = np.frombuffer(raw, dtype=dtype.newbyteorder("<"), count=count, offset=base + begin)
+        tensors[name] = arr.reshape(shape)
+        at = stop
+    return tensors, dict(metadata)

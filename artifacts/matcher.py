@@ -10,8 +10,11 @@ shared by :class:`Matcher` and :class:`~maskc.artifacts.pushdown.PushdownMatcher
 
 from __future__ import annotations
 
+import ctypes
 import operator
 import sys
+import weakref
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,8 +27,8 @@ if TYPE_CHECKING:
     from maskc.artifacts.artifact import Artifact
     from maskc.compiler.vocab import Vocabulary
 
-__all__ = ["Matcher", "attached_vocab", "check_bitmask", "check_rollback", "check_token_id", "grammar_tag",
-           "string_bytes", "whole_chars"]
+__all__ = ["Matcher", "attached_vocab", "bitmask_rows", "check_bitmask", "check_rollback", "check_token_id",
+           "fill_next_token_bitmasks", "grammar_tag", "string_bytes", "whole_chars"]
 
 _TERMINATED = -2
 
@@ -90,6 +93,59 @@ def check_bitmask(bitmask: Any, vocab_size: int, index: int) -> int:
     return words
 
 
+_I32 = np.dtype(np.int32)
+_VIEW_LIMIT = 64
+# id(tensor) -> (weak reference, numpy view of its memory, its shape, its data pointer)
+_VIEWS: dict[int, tuple[Any, NDArray[np.int32], Any, int]] = {}
+
+
+def bitmask_rows(bitmask: Any, vocab_size: int, index: int) -> NDArray[np.int32] | None:
+    """Validate ``bitmask`` and ``index`` as :func:`check_bitmask` does; the numpy array that
+    shares the bitmask's memory (the array itself, or a cached view of a CPU tensor), or None
+    for a tensor on another device.
+
+    The common cases cost a few attribute reads: a numpy array is checked in place; a CPU
+    tensor's view is made once and found again by identity, shape, data pointer and
+    contiguity (a ``resize_``, ``set_`` or ``as_strided_`` makes a new one).
+    """
+    words = (vocab_size + 31) >> 5
+    if type(bitmask) is np.ndarray:
+        shape = bitmask.shape
+        flags = bitmask.flags
+        if (bitmask.dtype == _I32 and len(shape) == 2 and shape[1] == words and type(index) is int
+                and 0 <= index < shape[0] and flags.c_contiguous and flags.writeable):
+            return bitmask
+    else:
+        got = _VIEWS.get(id(bitmask))
+        if (got is not None and got[0]() is bitmask and type(index) is int and got[2][1] == words
+                and 0 <= index < got[2][0] and bitmask.data_ptr() == got[3] and bitmask.shape == got[2]
+                and bitmask.is_contiguous()):
+            return got[1]
+    check_bitmask(bitmask, vocab_size, index)
+    if isinstance(bitmask, np.ndarray):
+        return bitmask
+    if bitmask.device.type != "cpu":
+        return None
+    # A view over the tensor's memory that holds no reference to its storage (a numpy view
+    # from ``Tensor.numpy()`` would pin the storage and make ``resize_`` fail): it is used
+    # only while the tensor is alive with the same shape, data pointer and contiguity.
+    shape = tuple(bitmask.shape)
+    ptr = int(bitmask.data_ptr())
+    view = np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_int32)), shape=shape)
+    key = id(bitmask)
+    if len(_VIEWS) >= _VIEW_LIMIT:
+        _VIEWS.clear()
+    def forget(_ref: Any, key: int = key) -> None:
+        _VIEWS.pop(key, None)
+
+    try:
+        ref = weakref.ref(bitmask, forget)
+    except TypeError:
+        return view
+    _VIEWS[key] = (ref, view, bitmask.shape, ptr)
+    return view
+
+
 def check_token_id(token_id: object, vocab_size: int) -> int:
     """``token_id`` as an int in ``[0, vocab_size)``, or a TypeError/ValueError (API misuse).
 
@@ -137,6 +193,75 @@ def grammar_tag(artifact: Artifact) -> str:
     return f"{meta.get('grammar_kind', '?')}:{meta.get('grammar_sha256', '?')[:12]}"
 
 
+_ZERO_ROWS: dict[int, NDArray[np.int32]] = {}
+
+
+def zero_row(vocab_size: int) -> NDArray[np.int32]:
+    """A read-only all-zero row (no token allowed) of ``ceil(vocab_size / 32)`` words."""
+    row = _ZERO_ROWS.get(vocab_size)
+    if row is None:
+        row = np.zeros(bitmask_words(vocab_size), dtype=np.int32)
+        row.setflags(write=False)
+        _ZERO_ROWS[vocab_size] = row
+    return row
+
+
+def fill_next_token_bitmasks(matchers: Sequence[Any], bitmask: Any, indices: Sequence[int] | None = None) -> None:
+    """Fill one bitmask row per matcher in one call: row ``indices[k]`` (default ``k``) gets
+    ``matchers[k]``'s allowed set, as :meth:`Matcher.fill_next_token_bitmask` would.
+
+    Args:
+        matchers: :class:`Matcher` or :class:`~maskc.artifacts.pushdown.PushdownMatcher`
+            objects (of one artifact or several), all with the same ``vocab_size``.
+        bitmask: int32 ``[batch, ceil(vocab_size / 32)]``, a numpy array or a torch tensor on
+            any device (XGrammar's layout, bit 1 = allowed). A CUDA tensor is written with one
+            host-to-device copy of the whole batch.
+        indices: the bitmask row of each matcher; rows not named are left as they are.
+
+    Raises:
+        TypeError, ValueError: as ``fill_next_token_bitmask``; also matchers of differing
+        ``vocab_size``, or a ``len(indices)`` other than ``len(matchers)``.
+
+    Example::
+
+        bitmask = maskc.allocate_token_bitmask(len(matchers), art.vocab_size)
+        maskc.fill_next_token_bitmasks(matchers, bitmask)
+        maskc.apply_token_bitmask_inplace(logits, bitmask.to(logits.device, non_blocking=True))
+    """
+    n = len(matchers)
+    if indices is None:
+        rows = list(range(n))
+    else:
+        rows = [operator.index(i) for i in indices]
+        if len(rows) != n:
+            raise ValueError(f"indices must name one bitmask row per matcher: {n} matchers, {len(rows)} indices")
+    if n == 0:
+        return
+    from maskc.artifacts.pushdown import PushdownMatcher
+
+    for m in matchers:
+        if not isinstance(m, (Matcher, PushdownMatcher)):
+            raise TypeError(f"matchers must be maskc matchers, got {type(m).__name__}")
+    vocab_size = matchers[0].artifact.vocab_size
+    other = next((m.artifact.vocab_size for m in matchers if m.artifact.vocab_size != vocab_size), None)
+    if other is not None:
+        raise ValueError(f"matchers must share one vocab_size (the bitmask's width), got {vocab_size} and {other}")
+    view = bitmask_rows(bitmask, vocab_size, 0)
+    batch = int(bitmask.shape[0])
+    bad = [i for i in rows if not 0 <= i < batch]
+    if bad:
+        raise ValueError(f"indices must lie in [0, {batch}) (the bitmask's batch), got {bad[:5]}")
+    if len(set(rows)) != n:
+        raise ValueError("indices must be distinct: two matchers cannot fill one row")
+    if view is None:
+        from maskc.artifacts.torch import staged_fill
+
+        staged_fill(bitmask, matchers, rows)
+        return
+    for m, i in zip(matchers, rows):
+        view[i] = m.current_row()
+
+
 class Matcher:
     """Tracks one output against an artifact; names mirror XGrammar's ``GrammarMatcher``."""
 
@@ -149,6 +274,7 @@ class Matcher:
         self._vocab_size = artifact.vocab_size
         self._stack: list[int] = [0]
         self._step_cache: dict[tuple[int, int], int] = artifact._step_cache
+        self._state_rows: dict[int, NDArray[np.int32]] = artifact._state_rows
 
     def __repr__(self) -> str:
         s = self._stack[-1]
@@ -192,12 +318,14 @@ class Matcher:
     # -- stepping ---------------------------------------------------------------------------
 
     def _next(self, state: int, token_id: int) -> int:
-        key = (state, token_id)
-        nxt = self._step_cache.get(key)
-        if nxt is None:
-            data = self._tokens[token_id]
-            nxt = self.artifact.dfa.walk(state, data) if data else -1
-            self._step_cache[key] = nxt
+        """The state after ``token_id`` (``_TERMINATED`` after EOS), or -1; memoized per artifact."""
+        if token_id in self._eos:
+            nxt = _TERMINATED if self.artifact.dfa.accepting[state] else -1
+        elif token_id >= len(self._tokens) or token_id in self._special or not self._tokens[token_id]:
+            nxt = -1
+        else:
+            nxt = self.artifact.dfa.walk(state, self._tokens[token_id])
+        self._step_cache[(state, token_id)] = nxt
         return nxt
 
     def accept_token(self, token_id: int) -> bool:
@@ -212,17 +340,12 @@ class Matcher:
         t = token_id if type(token_id) is int and 0 <= token_id < self._vocab_size else (
             check_token_id(token_id, self._vocab_size))
         s = self._stack[-1]
-        if s == _TERMINATED:
-            return False
-        if t in self._eos:
-            if self.artifact.dfa.accepting[s]:
-                self._stack.append(_TERMINATED)
-                return True
-            return False
-        if t >= len(self._tokens) or t in self._special:
-            return False
-        nxt = self._next(s, t)
-        if nxt < 0:
+        nxt = self._step_cache.get((s, t))
+        if nxt is None:
+            if s == _TERMINATED:
+                return False
+            nxt = self._next(s, t)
+        if nxt == -1:
             return False
         self._stack.append(nxt)
         return True
@@ -245,26 +368,40 @@ class Matcher:
             return np.zeros(0, dtype=np.int64)
         return self.artifact.allowed_tokens(s)
 
+    def current_row(self) -> NDArray[np.int32]:
+        """The read-only int32 bitmask row of the current state (all zero once terminated)."""
+        s = self._stack[-1]
+        row = self._state_rows.get(s)
+        if row is None:
+            row = zero_row(self._vocab_size) if s == _TERMINATED else self.artifact.mask_row(s)
+        return row
+
     def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> None:
         """Write the allowed set into row ``index`` of an int32 ``[batch, ceil(V/32)]`` bitmask.
 
         ``bitmask`` is a numpy array or a torch tensor (CPU or CUDA), contiguous, with exactly
         ``ceil(artifact.vocab_size / 32)`` words per row. Once terminated, no token is allowed.
+        A CPU tensor is written through a numpy view of its memory (no torch call per step);
+        a CUDA tensor gets one row copy per call (fill a CPU bitmask and move it once, or use
+        :func:`fill_next_token_bitmasks`, for a batch).
 
         Raises:
             TypeError: not a numpy array or torch tensor, not int32, a non-integer ``index``.
             ValueError: another shape, a non-contiguous or read-only bitmask, ``index`` outside
             the batch.
         """
-        words = check_bitmask(bitmask, self.artifact.vocab_size, index)
+        view = bitmask_rows(bitmask, self._vocab_size, index)
         s = self._stack[-1]
-        row = np.zeros(words, dtype=np.int32) if s == _TERMINATED else self.artifact.mask_row(s)
-        if isinstance(bitmask, np.ndarray):
-            bitmask[index, :] = row
+        row = self._state_rows.get(s)
+        if row is None:
+            row = zero_row(self._vocab_size) if s == _TERMINATED else self.artifact.mask_row(s)
+        if view is not None:
+            view[index] = row
         else:
             from maskc.artifacts.torch import copy_row
 
-            copy_row(bitmask, index, row, key=int(self.artifact.state_mask[s]) if s >= 0 else -1, cache=self.artifact._torch_rows)
+            key = int(self.artifact.state_mask[s]) if s >= 0 else -1
+            copy_row(bitmask, index, row, key=key, cache=self.artifact._torch_rows)
 
     # -- forced output ----------------------------------------------------------------------
 

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from maskc.artifacts.matcher import (attached_vocab, check_bitmask, check_rollback, check_token_id, grammar_tag,
-                                     string_bytes, whole_chars)
-from maskc.compiler.maskstore import bitmask_words, unpack_bool
+from maskc.artifacts.matcher import (attached_vocab, bitmask_rows, check_rollback, check_token_id, grammar_tag,
+                                     string_bytes, whole_chars, zero_row)
+from maskc.compiler.maskstore import KIND_ALLOW, bitmask_words, unpack_bool
 
 if TYPE_CHECKING:
     from maskc.artifacts.artifact import Artifact
@@ -147,17 +147,54 @@ class _Walk:
 
 
 def _reachable_need(trans: NDArray[np.int32], need: NDArray[np.int32]) -> NDArray[np.int64]:
-    """Per state: the largest ``need`` among the states its byte steps can reach (itself included)."""
+    """Per state: the largest ``need`` among the states its byte steps can reach (itself included).
+
+    Fixpoint of ``value[q] = max(value[q], value[q'])`` over the distinct byte edges
+    ``q -> q'`` (a sparse edge list, not the dense table).
+    """
     n = trans.shape[0]
+    src = np.repeat(np.arange(n, dtype=np.int64), trans.shape[1])
+    dst = trans.reshape(-1).astype(np.int64)
+    keep = (dst >= 0) & (dst != src)
+    pairs = np.sort(src[keep] * n + dst[keep])
+    if pairs.size > 1:
+        pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]
+    src, dst = pairs // n, pairs % n
     out = need.astype(np.int64)
-    ext = np.empty(n + 1, dtype=np.int64)
     while True:
-        ext[:n] = out
-        ext[n] = 0
-        new = np.maximum(out, ext[np.where(trans >= 0, trans, n)].max(axis=1))
+        new = out.copy()
+        np.maximum.at(new, src, out[dst])
         if np.array_equal(new, out):
             return out
         out = new
+
+
+class _Rows(dict[int, Any]):
+    """``table[q]`` as a Python list (or scalar), converted on first use: a runtime pays for
+    the states it visits, not for the whole table."""
+
+    def __init__(self, table: NDArray[Any]) -> None:
+        super().__init__()
+        self.table = table
+
+    def __missing__(self, q: int) -> Any:
+        value = self.table[q].tolist()
+        self[q] = value
+        return value
+
+
+class _Calls(dict[int, list[tuple[int, int]]]):
+    """``(callee rule, return state)`` per state, from the CSR call tables, on first use."""
+
+    def __init__(self, offsets: NDArray[np.int64], rules: NDArray[np.int32], returns: NDArray[np.int32]) -> None:
+        super().__init__()
+        self.offsets, self.rules, self.returns = offsets, rules, returns
+
+    def __missing__(self, q: int) -> list[tuple[int, int]]:
+        a, b = int(self.offsets[q]), int(self.offsets[q + 1])
+        value = list(zip(self.rules[a:b].tolist(), self.returns[a:b].tolist())) if b > a else []
+        self[q] = value
+        return value
 
 
 class PushdownRuntime:
@@ -169,15 +206,17 @@ class PushdownRuntime:
         if pda is None or vocab is None:
             raise ValueError("a pushdown runtime needs a recursive artifact with its tokenizer attached")
         self.art = art
-        self.trans: list[list[int]] = pda.dfa.trans.tolist()
+        # per-state tables, converted as states are visited (nothing proportional to the
+        # automaton is built before the first mask)
+        self.trans: dict[int, list[int]] = _Rows(pda.dfa.trans)
         self.byte_class: list[int] = pda.dfa.byte_class.tolist()
-        self.accepting: list[bool] = pda.dfa.accepting.tolist()
-        self.calls = [pda.calls(q) for q in range(pda.num_states)]
+        self.accepting: dict[int, bool] = _Rows(pda.dfa.accepting)
+        self.calls: dict[int, list[tuple[int, int]]] = _Calls(pda.call_offsets, pda.call_rule, pda.call_return)
         self.starts: list[int] = pda.rule_start.tolist()
-        self.need: list[int] = pda.need.tolist()
+        self.need: dict[int, int] = _Rows(pda.need)
         self.max_depth = art.max_depth
         # every state can finish (the automaton is pruned), so every need is finite
-        max_need = max(self.need, default=0)
+        max_need = int(pda.need.max()) if pda.num_states else 0
         # Precomputed masks hold while a token's inline calls cannot meet the depth bound.
         self.fast_headroom = art.inline_depth + max_need + 1
         self.tokens = vocab.token_bytes
@@ -185,14 +224,25 @@ class PushdownRuntime:
         self.words = bitmask_words(art.vocab_size)
         self.uncertain = art.uncertain_mask if art.uncertain_mask is not None else np.zeros(0, dtype=np.int32)
         self.flat = art.flat_mask if art.flat_mask is not None else self.uncertain
-        # Accepted tokens that make no call hold wherever the need of every state their
-        # bytes can reach inside the frame fits: the largest need reachable by bytes.
-        self.flat_need: list[int] = _reachable_need(pda.dfa.trans, pda.need).tolist()
+        self._flat_need: list[int] | None = None
         self._ids: dict[int, NDArray[np.int64]] = {}
-        self._rows: dict[int, NDArray[np.uint32]] = {}
         self._mask_memo: dict[Any, Any] = {}
         self._step_memo: dict[Any, Any] = {}
+        # exact configurations seen: the answer without the reach-keyed lookup
+        self._mask_exact: dict[Config, tuple[NDArray[np.int32], bool]] = {}
+        self._step_exact: dict[tuple[Config, int], Config] = {}
         self.misses = 0
+
+    @property
+    def flat_need(self) -> list[int]:
+        """Accepted tokens that make no call hold wherever the need of every state their
+        bytes can reach inside the frame fits: the largest need reachable by bytes. Built on
+        first use (near the depth bound only)."""
+        if self._flat_need is None:
+            pda = self.art.pda
+            assert pda is not None  # a runtime exists only for a pushdown artifact
+            self._flat_need = _reachable_need(pda.dfa.trans, pda.need).tolist()
+        return self._flat_need
 
     # -- memo keyed on what a computation read ---------------------------------------------------
     # An entry under the top-``j`` frames of every stack holds (lo, hi, value) rows: the value
@@ -256,19 +306,31 @@ class PushdownRuntime:
     def _mask_ids(self, m: int) -> NDArray[np.int64]:
         got = self._ids.get(m)
         if got is None:
-            got = self.art.masks.allowed_ids(m)
+            masks = self.art.masks
+            if int(masks.kinds[m]) == KIND_ALLOW:
+                got = masks.data[int(masks.offsets[m]) : int(masks.offsets[m + 1])].astype(np.int64)
+            else:
+                got = np.flatnonzero(unpack_bool(self.art.mask_row_of(m), self.art.vocab_size))
+            if len(self._ids) >= MEMO_LIMIT:
+                self._ids.clear()
             self._ids[m] = got
         return got
 
     def _mask_row(self, m: int) -> NDArray[np.uint32]:
-        got = self._rows.get(m)
-        if got is None:
-            got = self.art.masks.dense_row(m).view(np.uint32)
-            self._rows[m] = got
-        return got
+        return self.art.mask_row_of(m).view(np.uint32)
 
     def mask(self, config: Config) -> tuple[NDArray[np.int32], bool]:
         """The bitmask row of ``config`` and whether the output may end there (EOS allowed)."""
+        got = self._mask_exact.get(config)
+        if got is not None:
+            return got
+        got = self._mask(config)
+        if len(self._mask_exact) >= MEMO_LIMIT:
+            self._mask_exact.clear()
+        self._mask_exact[config] = got
+        return got
+
+    def _mask(self, config: Config) -> tuple[NDArray[np.int32], bool]:
         got, j = self._lookup(self._mask_memo, config, None)
         if got is not None:
             return got  # type: ignore[no-any-return]
@@ -282,19 +344,22 @@ class PushdownRuntime:
             q = w.top(st)
             if self.accepting[q] and not w.has_below(st):
                 can_end = True
-            unc = self._mask_ids(int(self.uncertain[q]))
+            unc = int(self.uncertain[q])
             if w.fits(st, self.fast_headroom):
                 row |= self._mask_row(int(self.art.state_mask[q]))
             elif w.fits(st, self.flat_need[q]):
                 # near the depth bound: the no-call tokens still hold; walk the calling ones
                 row |= self._mask_row(int(self.flat[q]))
-                calling = self._mask_ids(int(self.art.state_mask[q]))
-                candidates.append(calling)
+                candidates.append(self._mask_ids(int(self.art.state_mask[q])))
             else:
                 candidates.append(self._mask_ids(int(self.art.state_mask[q])))
-            candidates.append(unc)
+            ids = self._mask_ids(unc)
+            if ids.size:
+                candidates.append(ids)
         if candidates:
-            cand = np.unique(np.concatenate(candidates))
+            cand = np.sort(np.concatenate(candidates)) if len(candidates) > 1 else candidates[0]
+            if cand.size > 1:
+                cand = cand[np.concatenate(([True], cand[1:] != cand[:-1]))]
             cand = cand[((row[cand >> 5] >> (cand & 31).astype(np.uint32)) & 1) == 0]
             for t in cand.tolist():
                 if w.run(closed, self.tokens[t]):
@@ -311,15 +376,25 @@ class PushdownRuntime:
     def advance(self, config: Config, data: bytes, token: int | None = None) -> Config:
         """The configuration after ``data`` (empty tuple: rejected). Memoized per token id."""
         if token is not None:
+            exact = self._step_exact.get((config, token))
+            if exact is not None:
+                return exact
             got, j = self._lookup(self._step_memo, config, token)
             if got is not None:
-                return self._apply(config, got)
+                return self._remember(config, token, self._apply(config, got))
         w = _Walk(self, config)
         out = w.run([(i, 0, ()) for i in range(len(config))], data)
         rel = tuple(out)
-        if token is not None:
-            self._store(self._step_memo, config, token, j, w, rel)
-        return self._apply(config, rel)
+        if token is None:
+            return self._apply(config, rel)
+        self._store(self._step_memo, config, token, j, w, rel)
+        return self._remember(config, token, self._apply(config, rel))
+
+    def _remember(self, config: Config, token: int, after: Config) -> Config:
+        if len(self._step_exact) >= MEMO_LIMIT:
+            self._step_exact.clear()
+        self._step_exact[(config, token)] = after
+        return after
 
     @staticmethod
     def _apply(config: Config, rel: tuple[Derived, ...]) -> Config:
@@ -460,14 +535,19 @@ class PushdownMatcher:
         row = self._rt.mask(c)[0]
         return np.flatnonzero(unpack_bool(row, self.artifact.vocab_size))
 
+    def current_row(self) -> NDArray[np.int32]:
+        """The read-only int32 bitmask row of the current configuration (zero once terminated)."""
+        c = self._history[-1]
+        return self._rt.mask(c)[0] if c else zero_row(self._vocab_size)
+
     def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> None:
         """Write the allowed set into row ``index`` of an int32 ``[batch, ceil(V/32)]`` bitmask;
         raises as :meth:`~maskc.artifacts.matcher.Matcher.fill_next_token_bitmask`."""
-        words = check_bitmask(bitmask, self.artifact.vocab_size, index)
+        view = bitmask_rows(bitmask, self._vocab_size, index)
         c = self._history[-1]
-        row = self._rt.mask(c)[0] if c else np.zeros(words, dtype=np.int32)
-        if isinstance(bitmask, np.ndarray):
-            bitmask[index, :] = row
+        row = self._rt.mask(c)[0] if c else zero_row(self._vocab_size)
+        if view is not None:
+            view[index] = row
         else:
             from maskc.artifacts.torch import copy_row
 

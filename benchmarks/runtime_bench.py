@@ -1,0 +1,146 @@
+"""Runtime benchmark: load, first mask and per-token fill + accept of saved artifacts.
+
+usage: python benchmarks/runtime_bench.py [--regular N] [--recursive N] [--seed S]
+                                          [--artifacts DIR] [--out results.json]
+
+Compiles a few MaskBench schemas (regular ones drawn per split, recursive ones from
+``recursive_schemas.txt``) for the DeepSeek tokenizer, saves each artifact under
+``--artifacts`` (reused on the next run), then measures on freshly loaded artifacts, so
+every first visit of a state is included:
+
+* load: ``load_artifact(path, tokenizer=tok)``, the median of several loads;
+* warm start: load + the first ``fill_next_token_bitmask``;
+* per token: ``fill_next_token_bitmask`` + ``accept_token`` over the tokens of the
+  schema's first valid instance, through a numpy bitmask and a torch bitmask (each on
+  its own fresh load), pooled over schemas: p50, p99, max.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+import maskc
+from tests.maskbench import (SchemaResult, compile_case, load_case, schema_files, serialize, split_of,
+                             stratified, token_walk)
+
+
+def _pick(regular: int, recursive: int, seed: int) -> list[Path]:
+    pool = schema_files()
+    names = (REPO_ROOT / "benchmarks" / "recursive_schemas.txt").read_text().split()
+    rec = set(names)
+    by_name = {f.name: f for f in pool}
+    files = [f for f in stratified([f for f in pool if f.name not in rec], 3, seed)][:regular]
+    files += [by_name[n] for n in names if n in by_name][:recursive]
+    return files
+
+
+def _prepare(files: list[Path], tok: maskc.Vocabulary, folder: Path) -> list[tuple[str, Path, list[int], bool]]:
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for f in files:
+        case = load_case(f)
+        path = folder / (f.stem + ".safetensors")
+        if not path.exists():
+            art = compile_case(case, tok, SchemaResult(split=split_of(f), name=f.name, status="compiled"))
+            if art is None:
+                continue
+            art.save(path)
+        art = maskc.load_artifact(path, tokenizer=tok)
+        for t in case.get("tests") or []:  # the first valid instance the matcher takes token by token
+            if isinstance(t, dict) and t.get("valid"):
+                text = serialize(t["data"], case["schema"])
+                if token_walk(art, tok, text, check_mask=False):
+                    out.append((f.name, path, tok.encode(text.decode()), art.is_pushdown))
+                    break
+    return out
+
+
+def _walk(path: Path, tok: maskc.Vocabulary, ids: list[int], bitmask: Any) -> tuple[list[float], bool]:
+    art = maskc.load_artifact(path, tokenizer=tok)
+    m = art.matcher()
+    times = []
+    ok = True
+    for t in ids:
+        t0 = time.perf_counter()
+        m.fill_next_token_bitmask(bitmask, 0)
+        good = m.accept_token(t)
+        times.append((time.perf_counter() - t0) * 1e6)
+        if not good or not (int(bitmask[0, t >> 5]) >> (t & 31)) & 1:
+            ok = False
+            break
+    return times, ok
+
+
+def _stats(xs: list[float]) -> dict[str, float]:
+    a = np.asarray(xs, dtype=np.float64)
+    return {"p50": float(np.percentile(a, 50)), "p99": float(np.percentile(a, 99)), "max": float(a.max()),
+            "n": float(a.size)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--regular", type=int, default=8)
+    ap.add_argument("--recursive", type=int, default=4)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--artifacts", type=Path, default=Path("runtime_bench_artifacts"))
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+    tok = maskc.load_tokenizer("deepseek")
+    cases = _prepare(_pick(args.regular, args.recursive, args.seed), tok, args.artifacts)
+    try:
+        import torch
+    except ModuleNotFoundError:
+        torch = None
+    rows: dict[str, dict[str, list[float]]] = {}
+    failures = []
+    for name, path, ids, pushdown in cases:
+        group = rows.setdefault("pushdown" if pushdown else "regular",
+                                {"load_ms": [], "warm_start_ms": [], "numpy_us": [], "torch_us": []})
+        loads = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            maskc.load_artifact(path, tokenizer=tok)
+            loads.append((time.perf_counter() - t0) * 1e3)
+        group["load_ms"].append(float(np.median(loads)))
+        bm = maskc.allocate_bitmask_np(1, tok.vocab_size)
+        t0 = time.perf_counter()
+        art = maskc.load_artifact(path, tokenizer=tok)
+        art.matcher().fill_next_token_bitmask(bm, 0)
+        group["warm_start_ms"].append((time.perf_counter() - t0) * 1e3)
+        times, ok = _walk(path, tok, ids, maskc.allocate_bitmask_np(1, tok.vocab_size))
+        group["numpy_us"] += times
+        if not ok:
+            failures.append(f"{name} (numpy)")
+        if torch is not None:
+            times, ok = _walk(path, tok, ids, maskc.allocate_token_bitmask(1, tok.vocab_size))
+            group["torch_us"] += times
+            if not ok:
+                failures.append(f"{name} (torch)")
+    report: dict[str, Any] = {"schemas": [c[0] for c in cases], "failures": failures}
+    for kind, g in rows.items():
+        report[kind] = {k: _stats(v) for k, v in g.items() if v}
+        print(f"{kind}: {sum(1 for c in cases if c[3] == (kind == 'pushdown'))} schemas")
+        for k, v in g.items():
+            if v:
+                s = _stats(v)
+                print(f"  {k:14s} p50 {s['p50']:9.3f}  p99 {s['p99']:9.3f}  max {s['max']:9.3f}  (n={int(s['n'])})")
+    if failures:
+        print("FAILED:", ", ".join(failures))
+    if args.out is not None:
+        args.out.write_text(json.dumps(report, indent=1))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
