@@ -113,10 +113,12 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path: Path, toy_vocab: Vocab
 
 
 def test_lenient_artifact_records_not_enforced(toy_vocab: Vocabulary) -> None:
-    art = maskc.compile_json_schema({"type": "integer", "multipleOf": 5}, toy_vocab, lenient=True)
-    assert art.not_enforced == [{"keyword": "multipleOf", "pointer": "/multipleOf"}]
+    schema = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
+    art = maskc.compile_json_schema(schema, toy_vocab, lenient=True)
+    assert [(n["keyword"], n["pointer"]) for n in art.not_enforced] == [("uniqueItems", "/uniqueItems")]
+    assert "not regular" in art.not_enforced[0]["detail"]
     with pytest.raises(maskc.UnsupportedKeyword):
-        maskc.compile_json_schema({"type": "integer", "multipleOf": 5}, toy_vocab)
+        maskc.compile_json_schema(schema, toy_vocab)
 
 
 def test_summary_counts_every_mask_kind(deepseek: Vocabulary) -> None:

@@ -127,7 +127,7 @@ def test_inputs_with_one_stem_stay_apart(tmp_path: Path, vocab: str) -> None:
 
 
 def test_artifacts_line_only_when_something_was_written(tmp_path: Path, vocab: str) -> None:
-    (tmp_path / "bad.json").write_text(json.dumps({"type": "integer", "multipleOf": 2}))
+    (tmp_path / "bad.json").write_text(json.dumps({"type": "array", "items": {"type": "string"}, "uniqueItems": True}))
     (tmp_path / "good.json").write_text(json.dumps({"type": "boolean"}))
     failed = invoke("compile", "bad.json", "-t", vocab)
     assert failed.exit_code == 1

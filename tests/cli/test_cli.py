@@ -27,7 +27,7 @@ TOY_TOKENS = ["{", "}", '"', ":", ",", "a", "b", "1", "2", "true", "false", "nul
 SCHEMAS: dict[str, Any] = {
     "person.json": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
     "flag.json": {"enum": [True, False, None]},
-    "even.json": {"type": "integer", "multipleOf": 2},
+    "even.json": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
 }
 
 
@@ -89,7 +89,7 @@ def test_compile_directory_reports_each_schema(schema_dir: Path, vocab: str,
     failed = results["even.json"]
     assert not failed["ok"] and failed["artifact"] is None
     assert failed["error"]["type"] == "UnsupportedKeyword"
-    assert failed["error"]["pointer"] == "/multipleOf"
+    assert failed["error"]["pointer"] == "/uniqueItems"
     assert "--lenient" in failed["error"]["hint"]
     for name in ("flag.json", "person.json"):
         r = results[name]
@@ -108,19 +108,19 @@ def test_lenient_records_not_enforced_and_second_run_hits_cache(schema_dir: Path
     assert code == 0
     assert doc["summary"] == {"compiled": 3, "failed": 0}
     even = by_name(doc)["even.json"]
-    assert even["not_enforced"] == [{"keyword": "multipleOf", "pointer": "/multipleOf"}]
+    assert [(n["keyword"], n["pointer"]) for n in even["not_enforced"]] == [("uniqueItems", "/uniqueItems")]
     assert Path(even["artifact"]).parent.name == "maskc-artifacts"
 
     result = invoke("inspect", even["artifact"], "--json")
     assert result.exit_code == 0, result.output
     info = json.loads(result.stdout)
-    assert [n["keyword"] for n in info["not_enforced"]] == ["multipleOf"]
+    assert [n["keyword"] for n in info["not_enforced"]] == ["uniqueItems"]
     assert info["options"]["lenient"] is True
     assert info["grammar_kind"] == "json_schema" and info["tokenizer_verified"] is False
 
     human = invoke("inspect", even["artifact"])
     assert "not enforced: validate after decoding" in human.stdout
-    assert "multipleOf" in human.stdout
+    assert "uniqueItems" in human.stdout
 
     code, again = compile_json(schema_dir, "-t", vocab, "--lenient")
     assert code == 0

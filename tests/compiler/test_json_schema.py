@@ -122,8 +122,9 @@ def test_flexible_runs_are_bounded() -> None:
 
 
 @pytest.mark.parametrize("schema,err,where", [
-    ({"type": "integer", "multipleOf": 3}, UnsupportedKeyword, "/multipleOf"),
-    ({"properties": {"a": {"not": {"enum": [1]}}}}, UnsupportedKeyword, "/properties/a/not"),
+    ({"type": "integer", "multipleOf": 0.123456789}, UnsupportedKeyword, "/multipleOf"),
+    ({"type": "array", "items": {"type": "string"}, "uniqueItems": True}, UnsupportedKeyword, "/uniqueItems"),
+    ({"properties": {"a": {"not": {"format": "date"}}}}, UnsupportedKeyword, "/properties/a/not"),
     ({"type": "wat"}, SchemaError, "/type"),
     ({"$ref": "#/$defs/missing"}, SchemaError, "/"),
     ({"properties": {"a": {"$ref": "https://example.com/t.json"}}}, UnsupportedKeyword, "/properties/a"),
@@ -131,8 +132,7 @@ def test_flexible_runs_are_bounded() -> None:
     ({"type": "string", "pattern": "a(b"}, RegexSyntaxError, "/pattern"),
     ({"type": "string", "minLength": 3, "maxLength": 2}, EmptyLanguage, ""),
     ({"type": "integer", "minimum": 5, "maximum": 4}, EmptyLanguage, ""),
-    ({"type": "string", "format": "credit-card"}, UnsupportedKeyword, "/format"),
-    ([1, 2], SchemaError, ""),
+        ([1, 2], SchemaError, ""),
 ])
 def test_errors_name_keyword_and_pointer(schema: Any, err: type[Exception], where: str) -> None:
     with pytest.raises(err) as e:
@@ -141,9 +141,18 @@ def test_errors_name_keyword_and_pointer(schema: Any, err: type[Exception], wher
 
 
 def test_lenient_records_not_enforced() -> None:
-    schema = {"type": "object", "properties": {"n": {"type": "integer", "multipleOf": 2}, "s": {"type": "array", "uniqueItems": True}}}
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "multipleOf": 0.123456789},
+                                               "s": {"type": "array", "uniqueItems": True},
+                                               "f": {"type": "string", "format": "credit-card"}}}
     _, dropped = schema_to_ir(schema, CompileOptions(lenient=True))
-    assert {(d["keyword"], d["pointer"]) for d in dropped} == {("multipleOf", "/properties/n/multipleOf"), ("uniqueItems", "/properties/s/uniqueItems")}
+    assert {(d["keyword"], d["pointer"], d.get("kind")) for d in dropped} == {
+        ("multipleOf", "/properties/n/multipleOf", None), ("uniqueItems", "/properties/s/uniqueItems", None),
+        ("format", "/properties/f/format", "annotation")}
+
+
+def test_unknown_format_is_an_annotation_in_strict_mode_too() -> None:
+    _, notes = schema_to_ir({"type": "string", "format": "credit-card"}, CompileOptions())
+    assert [(n["keyword"], n["pointer"], n["kind"]) for n in notes] == [("format", "/format", "annotation")]
 
 
 PATTERN_PROPS = {

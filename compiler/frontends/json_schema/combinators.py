@@ -14,21 +14,68 @@ compiled as ``anyOf`` and recorded).
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from decimal import Decimal
+from itertools import permutations
 
 from maskc.compiler.errors import SchemaError, StateLimitExceeded, UnsupportedKeyword
-from maskc.compiler.frontends.json_schema.base import ANNOTATIONS, TYPES, Base, JsonValue, ptr
+from maskc.compiler.frontends.json_schema.base import ANNOTATIONS, TYPES, Base, JsonValue, dumps_layout, ptr
 from maskc.compiler.frontends.json_schema.refs import has_ref, map_refs
-from maskc.compiler.ir import Alt, ByteSet, Node, Product, Repeat, RuleRef, Seq, alt, byte_range, rep
+from maskc.compiler.frontends.json_text import CANONICAL_ANY_CHAR, Layout
+from maskc.compiler.ir import (
+    Alt,
+    ByteSet,
+    Fields,
+    Node,
+    Product,
+    Repeat,
+    RuleRef,
+    Seq,
+    alt,
+    byte_range,
+    byte_set,
+    lit,
+    map_nodes,
+    opt,
+    rep,
+    seq,
+)
+from maskc.compiler.options import Whitespace
 
-__all__ = ["CombinatorsMixin"]
+__all__ = ["CombinatorsMixin", "CANONICAL_TEXT"]
 
 _ANY_BYTES = rep(byte_range(0, 255), 0, None)
 _DISJOINT_MAX_STATES = 2_000  # a disjointness proof is a convenience: give up early
 _ALL = (1 << 256) - 1
+_OVER_REQUIRED = 4  # required names an over-approximated object still demands (2**n states)
+_OVER_ORDERS = 4  # a listed object of at most this many keys is spelled in every order
+
+_DIGIT = byte_range(0x30, 0x39)
+_NONZERO = byte_range(0x31, 0x39)
+_NUMBER = alt(
+    lit("0"),
+    seq(opt(lit("-")), _NONZERO, rep(_DIGIT, 0, None)),
+    seq(opt(lit("-")), alt(lit("0"), seq(_NONZERO, rep(_DIGIT, 0, None))), lit("."), rep(_DIGIT, 0, None), _NONZERO),
+)
+_STRING = seq(lit('"'), rep(CANONICAL_ANY_CHAR, 0, None), lit('"'))
+_PUNCT = byte_set(b"{}[]:, \t\n\r")
+CANONICAL_TEXT: Node = seq(
+    rep(alt(_PUNCT, lit("true"), lit("false"), lit("null"), _STRING, seq(_NUMBER, _PUNCT)), 0, None), opt(_NUMBER)
+)
+"""JSON texts whose every string and number has its one canonical spelling: ``json.dumps``
+string escapes; integers without ``-0``, fraction or exponent; other numbers in decimal
+notation without trailing zeros. A lexical language (no nesting), so a valid JSON text
+meets it exactly when its tokens are canonical: a number must end at punctuation,
+whitespace or the end, and a string only at an unescaped quote."""
+
+"""A regular superset of the JSON values in any spelling and layout: a container is its
+brackets around any JSON tokens (strings stay whole, so their bytes never close it)."""
 
 
 class CombinatorsMixin(Base):
     """``allOf`` / ``anyOf`` / ``oneOf`` / ``not``."""
+
+    _over = 0  # > 0: compiling an over-approximation (:meth:`over_approx`)
 
     def simplify_not(self, schema: dict[str, JsonValue], pointer: str) -> JsonValue:
         """Rewrite the ``not`` forms the grammar can express exactly; leave the rest."""
@@ -94,6 +141,8 @@ class CombinatorsMixin(Base):
         return merged
 
     def merge_two(self, a: dict[str, JsonValue], b: dict[str, JsonValue], pointer: str) -> dict[str, JsonValue]:
+        a, b = self.fold_objects(a, b, pointer)
+        a, b = _fold_arrays(a, b)
         out = dict(a)
         for k, v in b.items():
             if k not in out or k in ANNOTATIONS:
@@ -122,9 +171,9 @@ class CombinatorsMixin(Base):
                 out[k] = min(cur, v)
             elif k == "additionalProperties" and (cur is False or v is False):
                 out[k] = False
-            elif k in ("anyOf", "oneOf"):
-                out["allOf"] = [{k: cur}, {k: v}]
-                self.unsupported("allOf", pointer, f"two '{k}' lists in one allOf")
+            elif k in ("anyOf", "oneOf") and isinstance(cur, list) and isinstance(v, list):
+                # allOf [anyOf A, X] = anyOf [a ∧ X for a in A], and the same for oneOf
+                out[k] = [{"allOf": [br, {k: v}]} for br in cur]
             else:
                 self.unsupported("allOf", pointer, f"conflicting '{k}' in allOf")
         return out
@@ -146,29 +195,72 @@ class CombinatorsMixin(Base):
             subs.append((sub, bptr))
         nodes = [self.value(sub, bptr, depth) for sub, bptr in subs]
         if kw == "oneOf" and len(nodes) > 1:
-            if self.recursive and any(has_ref(n) for n in nodes):
-                if _first_bytes_disjoint(nodes):
-                    return alt(*nodes)  # e.g. branches of different JSON types
-                # Their difference needs regular languages: free-form values inside are
-                # nested at most ONEOF_ANY_DEPTH deep here (a sound restriction).
-                self.bounded_any += 1
-                try:
-                    nodes = [self.value(sub, bptr, depth) for sub, bptr in subs]
-                finally:
-                    self.bounded_any -= 1
-                if any(has_ref(n) for n in nodes):
-                    if self.pairwise_disjoint(nodes):
-                        return alt(*nodes)
-                    self.unsupported(
-                        "oneOf", ptr(pointer, kw),
-                        "branches may overlap and hold recursive references; exclusivity over "
-                        "a recursive grammar cannot be enforced",
-                    )
-                    return alt(*nodes)
-            # Exactly one branch must match: remove strings that two branches share.
-            overlaps = [Product(x, y, "and") for i, x in enumerate(nodes) for y in nodes[i + 1 :]]
-            return Product(alt(*nodes), alt(*overlaps), "minus")
+            if self._over:
+                return alt(*nodes)  # a superset: at least one branch
+            return self.exclusive(nodes, subs, pointer, kw, depth)
         return alt(*nodes)
+
+    def exclusive(self, nodes: list[Node], subs: list[tuple[JsonValue, str]], pointer: str, kw: str,
+                  depth: int) -> Node:
+        """The strings of exactly one branch, as values (see the module doc).
+
+        ``nodes`` are the branches as compiled (sound, in this compile's semantics); each
+        is also compiled as a regular superset of its values' spellings (:meth:`over_approx`).
+        Branches whose supersets share no string share no value: their union is exact.
+        Otherwise the branches are cut down to canonical spellings and the strings two
+        supersets share are removed.
+        """
+        overs = [self.over_approx(sub, bptr, depth) for sub, bptr in subs]
+        limit = min(self.options.limits.max_states, _DISJOINT_MAX_STATES)
+        if all(_disjoint(x, y, limit, self.deadline) for i, x in enumerate(overs) for y in overs[i + 1 :]):
+            return alt(*nodes)
+        if self.recursive and any(has_ref(n) for n in nodes):
+            # The difference needs regular languages: free-form values inside are
+            # nested at most ONEOF_ANY_DEPTH deep here (a sound restriction).
+            self.bounded_any += 1
+            try:
+                nodes = [self.value(sub, bptr, depth) for sub, bptr in subs]
+            finally:
+                self.bounded_any -= 1
+            if any(has_ref(n) for n in nodes):
+                self.unsupported(
+                    "oneOf", ptr(pointer, kw),
+                    "branches may overlap and hold recursive references; exclusivity over "
+                    "a recursive grammar cannot be enforced",
+                )
+                return alt(*nodes)
+        canonical = [Product(n, CANONICAL_TEXT, "and") for n in nodes]
+        overlaps = [Product(x, y, "and") for i, x in enumerate(overs) for y in overs[i + 1 :]]
+        return Product(alt(*canonical), alt(*overlaps), "minus")
+
+    def over_approx(self, schema: JsonValue, pointer: str, depth: int) -> Node:
+        """A regular language holding every canonical spelling (:data:`CANONICAL_TEXT`, object
+        keys in any order, this compile's whitespace) of every value ``schema`` admits.
+
+        Compiled in exact semantics; references and free-form values become any bytes, object
+        members any order (at most :data:`_OVER_REQUIRED` required names kept), listed values
+        every key order, ``oneOf`` a union, and what lenient mode would drop is dropped (a
+        dropped keyword only widens). The compile's rules are left as they were.
+        """
+        saved = (self.options, dict(self.rules), dict(self.rule_names), set(self.taken_names),
+                 set(self.recursive), list(self.not_enforced), getattr(self, "_in_subject", False))
+        self.options = replace(self.options, semantics="exact", lenient=True)
+        self._over += 1
+        # a difference inside ('not', 'if') is refused there and its minuend kept: a superset
+        self._in_subject = True
+        try:
+            node = self.value(schema, pointer, depth)
+        finally:
+            self._over -= 1
+            (self.options, self.rules, self.rule_names, self.taken_names, self.recursive,
+             self.not_enforced, self._in_subject) = saved
+        return _any_order(map_refs(node, _widen))
+
+    def literals(self, values: list[JsonValue], schema: dict[str, JsonValue], pointer: str, depth: int) -> Node:
+        node: Node = super().literals(values, schema, pointer, depth)  # type: ignore[misc]
+        if not self._over:
+            return node
+        return alt(node, *(_over_literal(v, self.options.whitespace, depth) for v in values))
 
     def pairwise_disjoint(self, nodes: list[Node]) -> bool:
         """Whether no two branches share a string, each reference widened to any bytes."""
@@ -235,6 +327,7 @@ def _widen(_ref: RuleRef) -> Node:
     return _ANY_BYTES
 
 
+
 def _disjoint(a: Node, b: Node, limit: int, deadline: float) -> bool:
     """Whether two regular languages share no string (False when a state limit leaves it open).
 
@@ -250,3 +343,115 @@ def _disjoint(a: Node, b: Node, limit: int, deadline: float) -> bool:
     except StateLimitExceeded:
         return False
     return not bool(coreachable(dfa.trans, dfa.accepting)[0])
+
+
+def _any_order(node: Node) -> Node:
+    """``node`` with the members of every object in any order (a superset)."""
+    return map_nodes(node, lambda n: isinstance(n, Fields), _member_loop)  # type: ignore[arg-type]
+
+
+def _member_loop(f: Fields) -> Node:
+    """The members of ``f`` in any order, repeats allowed, the first :data:`_OVER_REQUIRED`
+    required members at least once each."""
+    items = [(_any_order(x), r) for x, r in f.items]
+    member = alt(*(x for x, _ in items), *(() if f.rest is None else (_any_order(f.rest),)))
+    required = [x for x, r in items if r][:_OVER_REQUIRED]
+    if not required:
+        return Fields((), f.first, f.sep, f.close_nonempty, f.close_empty, member)
+    out: Node | None = None
+    for x in required:
+        once = seq(f.first, rep(seq(member, f.sep), 0, None), x, rep(seq(f.sep, member), 0, None), f.close_nonempty)
+        out = once if out is None else Product(out, once, "and")
+    assert out is not None
+    return out
+
+
+def _canonical_number(v: int | float) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    if isinstance(v, float):
+        return format(Decimal(repr(v)), "f")
+    return str(v)
+
+
+def _over_literal(v: JsonValue, ws: Whitespace, depth: int) -> Node:
+    """Every spelling of the listed value ``v`` an over-approximation must hold: canonical
+    numbers too, object keys in every order (in any order, repeats allowed, past
+    :data:`_OVER_ORDERS` keys)."""
+    layout = Layout(ws, depth)
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return lit(dumps_layout(v, layout))
+    if isinstance(v, (int, float)):
+        return alt(lit(dumps_layout(v, layout)), lit(_canonical_number(v)))
+    if isinstance(v, list):
+        if not v:
+            return lit(dumps_layout(v, layout))
+        parts: list[Node] = [lit("["), layout.first]
+        for i, x in enumerate(v):
+            if i:
+                parts.append(layout.sep)
+            parts.append(_over_literal(x, ws, depth + 1))
+        return seq(*parts, layout.close("]"))
+    if isinstance(v, dict):
+        if not v:
+            return lit(dumps_layout(v, layout))
+        members = [seq(lit(dumps_layout(k, layout)), layout.colon, _over_literal(x, ws, depth + 1)) for k, x in v.items()]
+        if len(members) > _OVER_ORDERS:
+            return seq(lit("{"), Fields((), layout.first, layout.sep, layout.close("}"), None, alt(*members)))
+        orders = []
+        for perm in permutations(members):
+            body: list[Node] = [lit("{"), layout.first]
+            for i, m in enumerate(perm):
+                if i:
+                    body.append(layout.sep)
+                body.append(m)
+            orders.append(seq(*body, layout.close("}")))
+        return alt(*orders)
+    return lit(dumps_layout(v, layout))
+
+
+def _item_form(s: dict[str, JsonValue]) -> tuple[list[JsonValue], JsonValue] | None:
+    """The positional item schemas and the schema of the items after them (None: no array
+    keyword, or a malformed one left to the array compiler)."""
+    if "prefixItems" in s:
+        prefix = s["prefixItems"]
+        return (list(prefix), s.get("items", True)) if isinstance(prefix, list) else None
+    items = s.get("items")
+    if isinstance(items, list):
+        return list(items), s.get("additionalItems", True)
+    if "items" in s:
+        return [], items
+    return None
+
+
+def _both(x: JsonValue, y: JsonValue) -> JsonValue:
+    if x is True or x == {} or x == y:
+        return y
+    if y is True or y == {}:
+        return x
+    if x is False or y is False:
+        return False
+    return {"allOf": [x, y]}
+
+
+def _fold_arrays(a: dict[str, JsonValue], b: dict[str, JsonValue]) -> tuple[dict[str, JsonValue], dict[str, JsonValue]]:
+    """``a`` and ``b`` rewritten so that merging their item keywords one by one is exact.
+
+    ``items`` (draft 7: ``additionalItems``) applies after its own schema's positional
+    items only, so each position takes the schema each conjunct gives it, and the tail the
+    conjunction of both tails; both conjuncts then carry the same ``prefixItems``/``items``.
+    """
+    fa, fb = _item_form(a), _item_form(b)
+    if fa is None or fb is None or fa == fb:
+        return a, b
+    (pa, ta), (pb, tb) = fa, fb
+    prefix = [_both(pa[k] if k < len(pa) else ta, pb[k] if k < len(pb) else tb) for k in range(max(len(pa), len(pb)))]
+    tail = _both(ta, tb)
+    out = []
+    for s in (a, b):
+        s = {k: v for k, v in s.items() if k not in ("prefixItems", "items", "additionalItems")}
+        if prefix:
+            s["prefixItems"] = prefix
+        s["items"] = tail
+        out.append(s)
+    return out[0], out[1]

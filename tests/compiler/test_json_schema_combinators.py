@@ -1,0 +1,106 @@
+"""allOf merges of item keywords, anyOf/oneOf lists inside allOf, and oneOf as exactly one
+branch by value (key order and number spelling do not let a shared value through)."""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+from hypothesis import given, settings
+from hypothesis_jsonschema import from_schema
+
+import maskc
+from maskc.compiler.vocab import byte_tokenizer
+from tests.maskbench import serialize
+
+_VOCAB = byte_tokenizer()
+
+
+@functools.lru_cache(maxsize=64)
+def _artifact(schema_json: str, semantics: str) -> maskc.Artifact:
+    opts = maskc.CompileOptions(semantics=semantics)  # type: ignore[arg-type]
+    return maskc.compile_json_schema(json.loads(schema_json), _VOCAB, options=opts)
+
+
+def _accepts(schema: Any, text: str, semantics: str = "exact") -> bool:
+    m = _artifact(json.dumps(schema), semantics).matcher()
+    return bool(m.accept_string(text.encode()) and m.can_terminate())
+
+
+@pytest.mark.parametrize(
+    ("schema", "accepted", "rejected"),
+    [
+        # items applies after its own schema's prefixItems only
+        ({"allOf": [{"prefixItems": [{"minimum": 3}]}], "items": {"minimum": 5}}, ["[5,5]", "[5]", "[]"], ["[3,5]", "[3]"]),
+        ({"allOf": [{"prefixItems": [{"type": "integer"}]}, {"items": {"type": "string"}}]}, ["[]"], ["[1]", '["a"]', '["a",1]']),
+        ({"allOf": [{"prefixItems": [{"type": "integer"}], "items": False}, {"prefixItems": [True, {"type": "string"}]}]},
+         ["[1]", "[]"], ['[1,"a"]', '["a"]']),
+        # draft 7: additionalItems after its own items list
+        ({"allOf": [{"items": [{"type": "integer"}, {"type": "string"}]}], "items": [{"type": "integer"}],
+          "additionalItems": {"type": "boolean"}}, ["[1]", "[]"], ['[1,"a"]', "[1,true]"]),
+        # two anyOf lists in one allOf: both must hold
+        ({"allOf": [{"anyOf": [{"type": "integer"}, {"type": "string"}]}, {"anyOf": [{"type": "string"}, {"type": "null"}]}]},
+         ['"a"'], ["1", "null"]),
+    ],
+)
+@pytest.mark.parametrize("semantics", ["exact", "generation"])
+def test_allof_merges(schema: Any, accepted: list[str], rejected: list[str], semantics: str) -> None:
+    for text in accepted:
+        assert _accepts(schema, text, semantics), text
+    for text in rejected:
+        assert not _accepts(schema, text, semantics), text
+
+
+@pytest.mark.parametrize(
+    ("schema", "accepted", "rejected"),
+    [
+        ({"type": "object", "oneOf": [{"required": ["foo", "bar"]}, {"required": ["foo", "baz"]}]},
+         ['{"foo":1,"bar":2}', '{"foo":1,"baz":3}'], ['{"foo":1,"bar":2,"baz":3}', '{"bar":2}']),
+        ({"oneOf": [{"properties": {"bar": {"type": "integer"}}, "required": ["bar"]},
+                    {"properties": {"foo": {"type": "string"}}, "required": ["foo"]}]},
+         ['{"bar":2}', '{"foo":"baz"}'], ['{"bar":2,"foo":"baz"}', '{"foo":"baz","bar":2}']),
+        # a number branch never spells an integer value another way ("1.0", "1e0")
+        ({"oneOf": [{"type": "number"}, {"type": "integer"}]}, ["1.5", "-0.25"], ["1", "1.0", "1e0", "-0", "2.50"]),
+        ({"oneOf": [{"type": "string"}, {"const": "a"}]}, ['"b"'], ['"a"', '"\\u0061"']),
+    ],
+)
+def test_oneof_by_value(schema: Any, accepted: list[str], rejected: list[str]) -> None:
+    for text in accepted:
+        assert _accepts(schema, text), text
+    for text in rejected:
+        assert not _accepts(schema, text), text
+
+
+def test_oneof_generation_subtracts_undeclared_keys() -> None:
+    # JSON Schema admits {"a": 1} under both branches (undeclared keys are allowed): no branch alone
+    schema = {"type": "object", "oneOf": [{"properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                                          {"properties": {"b": {"type": "integer"}}, "required": ["b"]}]}
+    assert _accepts(schema, '{"a":1}', "generation")
+    assert not _accepts(schema, '{"a":1,"b":2}', "exact")
+
+
+_PROPERTY_SCHEMA = {"oneOf": [{"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]},
+                              {"type": "object", "properties": {"y": {"enum": [1, 2]}}, "required": ["y"]}]}
+
+
+@pytest.mark.xfail(strict=False, reason="undeclared keys with free-form values are widened to any bytes "
+                   "in the over-approximation, so some valid instances are subtracted")
+@settings(max_examples=30, deadline=None)
+@given(from_schema(_PROPERTY_SCHEMA))
+def test_oneof_instances_accepted(value: Any) -> None:
+    assert _accepts(_PROPERTY_SCHEMA, serialize(value, _PROPERTY_SCHEMA).decode())
+
+
+@settings(max_examples=30, deadline=None)
+@given(from_schema({"type": "object", "properties": {"x": {"type": "integer"}, "y": {"enum": [1, 2]}}}))
+def test_oneof_mutations_get_the_validators_verdict(value: Any) -> None:
+    ok = jsonschema.Draft202012Validator(_PROPERTY_SCHEMA).is_valid(value)
+    if _accepts(_PROPERTY_SCHEMA, serialize(value, _PROPERTY_SCHEMA).decode()):
+        assert ok, value
+
+
+def test_serialize_canonical_numbers() -> None:
+    assert serialize({"a": 1.0, "b": [1e-07, 2.5, -0.0]}, {}) == b'{"a":1,"b":[0.0000001,2.5,0]}'
