@@ -118,11 +118,19 @@ def test_nested_union_pointer_and_cap_on_pairs() -> None:
 
 
 def test_unenforced_keyword_lowers_the_severity_and_says_so() -> None:
-    schema = {"oneOf": [{"type": "integer", "multipleOf": 2}, {"type": "integer", "multipleOf": 3}]}
+    # steps whose divisibility automata pass the state cap: refused, so lint reads them leniently
+    schema = {"oneOf": [{"type": "integer", "multipleOf": 0.123456789},
+                        {"type": "integer", "multipleOf": 0.987654321}]}
     [f] = lint(schema, "ambiguous-union")
     assert (f.severity, f.witness) == ("warning", "0")
     assert "does not enforce multipleOf" in f.message
     assert [e["pointer"] for e in f.data["not_enforced"]] == ["/oneOf/0/multipleOf", "/oneOf/1/multipleOf"]
+
+
+def test_enforced_multiple_of_makes_the_shared_value_an_error() -> None:
+    schema = {"oneOf": [{"type": "integer", "multipleOf": 2}, {"type": "integer", "multipleOf": 3}]}
+    [f] = lint(schema, "ambiguous-union")
+    assert f.severity == "error" and int(f.witness) % 6 == 0
 
 
 # -- ambiguous-union: near-misses ---------------------------------------------------------
