@@ -22,6 +22,7 @@ __all__ = [
     "Repeat",
     "Fields",
     "Product",
+    "Automaton",
     "RuleRef",
     "Grammar",
     "Node",
@@ -156,6 +157,10 @@ class Fields:
     ``items`` that keeps every required item (in order), followed by ``rest`` repeated
     without bound; or ``close_empty`` when nothing is emitted. Each item is lowered once
     (linear size), which a nest of ``Alt``s could not do without copying tails.
+    ``max_count`` bounds the members emitted (items and rest); ``min_count`` bounds the
+    items emitted plus one if any rest member is (rest members may repeat a key, so only
+    one of them surely adds a distinct one). A bound costs one copy of each member per
+    count it can be reached with.
     """
 
     items: tuple[tuple[Node, bool], ...]  # (item, required)
@@ -164,6 +169,12 @@ class Fields:
     close_nonempty: Node
     close_empty: Node | None  # None: at least one item must be emitted
     rest: Node | None = None
+    min_count: int = 0  # emitted items, plus one for any rest members: at least this many
+    max_count: int | None = None  # emitted items and rest members: at most this many
+
+    def __post_init__(self) -> None:
+        if self.min_count < 0 or (self.max_count is not None and self.max_count < self.min_count):
+            raise ValueError(f"bad member count bounds {{{self.min_count},{self.max_count}}}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +196,31 @@ class Product:
 
 
 @dataclass(frozen=True, slots=True)
+class Automaton:
+    """A regular language given by a deterministic automaton over bytes (a leaf).
+
+    For languages whose regular expressions are exponentially larger than their automata,
+    such as the decimal numerals divisible by ``k`` (``k`` states). State 0 is the start;
+    ``edges[s]`` holds ``(lo, hi, target)`` byte ranges, disjoint within a state;
+    ``accepting`` the accepting states. Lowered state for state, so it costs its size.
+    """
+
+    edges: tuple[tuple[tuple[int, int, int], ...], ...]
+    accepting: frozenset[int]
+
+    def __post_init__(self) -> None:
+        n = len(self.edges)
+        if n == 0:
+            raise ValueError("an automaton needs at least its start state")
+        for out in self.edges:
+            for lo, hi, t in out:
+                if not (0 <= lo <= hi <= 255 and 0 <= t < n):
+                    raise ValueError(f"bad automaton edge ({lo}, {hi}, {t}) for {n} states")
+        if not all(0 <= s < n for s in self.accepting):
+            raise ValueError(f"accepting states must lie in 0..{n - 1}")
+
+
+@dataclass(frozen=True, slots=True)
 class RuleRef:
     """A reference to the rule ``name`` of the enclosing :class:`Grammar` (may be recursive)."""
 
@@ -195,7 +231,7 @@ class RuleRef:
             raise ValueError(f"a rule name must be a non-empty string, got {self.name!r}")
 
 
-Node = Union[ByteSet, Seq, Alt, Repeat, Fields, Product, RuleRef]
+Node = Union[ByteSet, Seq, Alt, Repeat, Fields, Product, Automaton, RuleRef]
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,6 +389,7 @@ def map_nodes(node: Node, match: Callable[[Node], bool], f: Callable[[Node], Nod
             out = Fields(
                 tuple((go(x), r) for x, r in n.items), go(n.first), go(n.sep), go(n.close_nonempty),
                 None if n.close_empty is None else go(n.close_empty), None if n.rest is None else go(n.rest),
+                n.min_count, n.max_count,
             )
         elif isinstance(n, Product):
             out = Product(go(n.a), go(n.b), n.op)

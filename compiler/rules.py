@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from maskc.compiler.errors import GrammarError
 from maskc.compiler.graphs import strongly_connected
-from maskc.compiler.ir import EMPTY, Alt, ByteSet, Fields, Grammar, Node, Product, Repeat, RuleRef, Seq, alt, children, rep, seq, star
+from maskc.compiler.ir import EMPTY, Alt, Automaton, ByteSet, Fields, Grammar, Node, Product, Repeat, RuleRef, Seq, alt, children, rep, seq, star
 
 __all__ = ["ResolvedRules", "resolve_rules", "references"]
 
@@ -237,10 +237,11 @@ def resolve_rules(grammar: Grammar) -> ResolvedRules:
                 expand(node.first), expand(node.sep), expand(node.close_nonempty),
                 None if node.close_empty is None else expand(node.close_empty),
                 None if node.rest is None else expand(node.rest),
+                node.min_count, node.max_count,
             )
         if isinstance(node, Product):
             return Product(expand(node.a), expand(node.b), node.op)
-        assert isinstance(node, ByteSet)
+        assert isinstance(node, (ByteSet, Automaton))
         return node
 
     order = [grammar.start] + sorted(keep - {grammar.start}, key=list(bodies).index)

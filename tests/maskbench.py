@@ -164,8 +164,13 @@ def error_reason(exc: BaseException) -> str:
     return f"{name}:{kw}" if kw else name
 
 
-def compile_options(max_seconds: float = COMPILE_SECONDS) -> maskc.CompileOptions:
-    return make_options(limits=maskc.Limits(max_seconds=max_seconds))
+SEMANTICS = "exact"
+"""MaskBench instances are labelled by JSON Schema's verdict, so the slice is compiled in
+``exact`` semantics: a valid instance rejected is then a restriction to fix, not a choice."""
+
+
+def compile_options(max_seconds: float = COMPILE_SECONDS, semantics: str = SEMANTICS) -> maskc.CompileOptions:
+    return make_options(limits=maskc.Limits(max_seconds=max_seconds), semantics=semantics)
 
 
 def load_case(path: Path) -> dict[str, Any]:

@@ -127,7 +127,8 @@ class MaskcEngine(Engine):
     def compile(self, schema: Any) -> Any:
         from maskc.artifacts.api import compile_json_schema
 
-        return compile_json_schema(schema, self.vocab, cache=None)
+        # instances are judged by JSON Schema's verdict: compile the schema's exact language
+        return compile_json_schema(schema, self.vocab, cache=None, semantics="exact")
 
     def matcher(self, compiled: Any) -> EngineMatcher:
         return _MaskcMatcher(compiled)

@@ -87,10 +87,10 @@ def string_bound(fmt: str | None, pattern: str | None, max_states: int = _ANALYS
     parts: list[IrNode] = []
     try:
         if fmt is not None:
-            rx = formats.format_regex(fmt)
-            if rx is None:
+            node = formats.format_node(fmt)
+            if node is None:
                 return "unknown", f"format {fmt!r} is not one maskc enforces", b"", b""
-            parts.append(regex_to_ir(rx, canonical_chars))
+            parts.append(node)
         if pattern is not None:
             parts.append(regex_to_ir(pattern, canonical_chars, search=True))
     except MaskcError as e:

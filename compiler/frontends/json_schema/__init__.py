@@ -27,6 +27,7 @@ from maskc.compiler.frontends.json_schema.base import (
     ptr,
 )
 from maskc.compiler.frontends.json_schema.combinators import CombinatorsMixin
+from maskc.compiler.frontends.json_schema.conditionals import ConditionalsMixin
 from maskc.compiler.frontends.json_schema.inputs import schema_from
 from maskc.compiler.frontends.json_schema.objects import ObjectsMixin
 from maskc.compiler.frontends.json_schema.refs import ANY_RULE, RefsMixin
@@ -38,13 +39,15 @@ from maskc.compiler.options import CompileOptions
 __all__ = ["schema_to_ir", "SchemaCompiler", "ANNOTATIONS", "UNSUPPORTED", "dumps_layout", "ANY_RULE"]
 
 
-class SchemaCompiler(RefsMixin, CombinatorsMixin, ObjectsMixin, ArraysMixin, ScalarsMixin):
+class SchemaCompiler(ConditionalsMixin, RefsMixin, CombinatorsMixin, ObjectsMixin, ArraysMixin, ScalarsMixin):
     """Compiles one root schema; ``not_enforced`` collects what lenient mode dropped."""
 
     def __init__(self, root: JsonValue, options: CompileOptions) -> None:
         if not isinstance(root, (dict, bool)):
             raise SchemaError(f"a schema must be an object or a boolean, got {type(root).__name__}")
         super().__init__(root, options)
+        self.root = self.absolutized()
+        self._index, self.absolute = None, True  # one resource now, root-relative pointers
 
     def compile(self) -> Grammar:
         """The grammar of the root schema (start rule first).
@@ -92,12 +95,18 @@ class SchemaCompiler(RefsMixin, CombinatorsMixin, ObjectsMixin, ArraysMixin, Sca
             return NOTHING
         if not isinstance(schema, dict):
             raise SchemaError(f"a schema must be an object or a boolean, got {type(schema).__name__}", pointer=pointer)
-        if "$ref" in schema:
+        if "unevaluatedProperties" in schema:
+            schema = self.unevaluated(schema, pointer)
+        if "$ref" in schema or "$dynamicRef" in schema or "$recursiveRef" in schema:
             return self.reference(schema, pointer, depth)
         if "not" in schema:
             schema = self.simplify_not(schema, pointer)
             if schema is False:
                 return NOTHING
+            if "not" in schema:
+                return self.negation(schema, pointer, depth)
+        if "if" in schema or "then" in schema or "else" in schema:
+            return self.conditional(schema, pointer, depth)
         for kw in schema:
             if kw in UNSUPPORTED:
                 if kw in ("minProperties",) and schema[kw] == 0:

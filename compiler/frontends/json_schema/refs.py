@@ -14,11 +14,13 @@ documents are not generated). Free-form values are the rule ``any`` (``any@d``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from urllib.parse import unquote, urldefrag
+import copy
+from collections.abc import Callable
+from urllib.parse import quote, unquote, urldefrag, urljoin, urlsplit
 
 from maskc.compiler.errors import SchemaError, UnsupportedKeyword
 from maskc.compiler.frontends.json_schema.base import ANNOTATIONS, Base, JsonValue, ptr
+from maskc.compiler.frontends.json_schema.drafts import Draft, draft_of, id_keyword, ref_overrides_siblings
 from maskc.compiler.frontends.json_text import CANONICAL_ANY_CHAR, JSON_CHAR, NUMBER, Layout
 from maskc.compiler.jsonpointer import resolve as resolve_pointer
 from maskc.compiler.ir import (
@@ -44,20 +46,41 @@ __all__ = ["RefsMixin", "ANY_RULE", "ONEOF_ANY_DEPTH", "has_ref", "map_refs", "p
 ANY_RULE = "any"
 ONEOF_ANY_DEPTH = 3
 """Nesting of a free-form value inside overlapping ``oneOf`` branches (kept regular there)."""
-_ANCHOR_KEYS = ("$anchor", "$dynamicAnchor")
 _DATA_KEYS = frozenset({"enum", "const", "default", "examples", "example"})  # values, not schemas
+_REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
+# keywords whose value maps names to schemas (a name there is not a keyword)
+_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas",
+                          "dependencies"})
 _REMOTE_HINT = "bundle the referenced schema into $defs and refer to it as #/$defs/NAME"
 
 
 class RefsMixin(Base):
     """Resolves references and turns recursion into rules."""
 
-    _anchors: dict[str, tuple[JsonValue, str]] | None = None
+    _index: _Index | None = None
+    absolute = False  # whether self.root is the output of absolutized()
+
+    @property
+    def draft(self) -> Draft:
+        """The draft the root's ``$schema`` names (see :mod:`.drafts`)."""
+        return self.index().draft
+
+    def index(self) -> _Index:
+        """The document's resources (schemas with their own base URI) and anchors."""
+        if self._index is None:
+            # once absolutized, the document is one resource: anchors of former resources may repeat
+            self._index = _Index(self.root, unique_anchors=not self.absolute)
+        return self._index
 
     # -- resolution ----------------------------------------------------------------------
 
     def resolve(self, ref: JsonValue, pointer: str) -> tuple[JsonValue, str]:
         """The schema ``ref`` names and its location (a JSON pointer, ``""`` for the root).
+
+        ``ref`` is resolved against the base URI in force at ``pointer`` (the nearest
+        enclosing ``$id``): ``#`` and ``#/json/pointer`` (RFC 6901, URI percent-escapes),
+        ``#anchor`` (``$anchor``, ``$dynamicAnchor``, a draft-7 ``$id: "#anchor"``), and a
+        URI naming a schema embedded in this document by its ``$id``, with either fragment.
 
         Raises:
             SchemaError: ``ref`` is not a string or points nowhere in the document.
@@ -65,45 +88,95 @@ class RefsMixin(Base):
         """
         if not isinstance(ref, str):
             raise SchemaError("$ref must be a string", pointer=pointer)
-        base, frag = urldefrag(ref)
-        if base:
-            own = self.root.get("$id") if isinstance(self.root, dict) else None
-            if not (isinstance(own, str) and urldefrag(own)[0] == base):
-                raise UnsupportedKeyword(
-                    "$ref", pointer=pointer,
-                    detail=f"{ref!r} names another document (a relative $id-based URI or a remote "
-                    "URL); only references inside this schema (#, #/pointer, #anchor) are resolved",
-                    hint=_REMOTE_HINT,
-                )
-        elif not ref.startswith("#"):
-            raise UnsupportedKeyword("$ref", pointer=pointer, detail=f"unsupported reference {ref!r}", hint=_REMOTE_HINT)
+        idx = self.index()
+        doc, frag = urldefrag(_join(idx.base_at(pointer), ref))
+        where = idx.resources.get(doc)
+        if where is None:
+            raise UnsupportedKeyword(
+                "$ref", pointer=pointer,
+                detail=f"{ref!r} names another document (a URI that no $id of this schema has, or a remote "
+                "URL); only references inside this schema (#, #/pointer, #anchor, an embedded $id) are resolved",
+                hint=_REMOTE_HINT,
+            )
         frag = unquote(frag)
         if frag and not frag.startswith("/"):
-            found = self.anchors().get(frag)
+            found = idx.anchors.get((doc, frag))
             if found is None:
                 raise SchemaError(f"$ref {ref!r} names no $anchor of this schema", pointer=pointer)
-            return found
+            return resolve_pointer(self.root, found), found
+        full = where + frag
         try:
-            target: JsonValue = resolve_pointer(self.root, frag)
+            target: JsonValue = resolve_pointer(self.root, full)
         except LookupError:
             raise SchemaError(f"$ref {ref!r} points nowhere", pointer=pointer) from None
-        return target, frag
+        return target, full
 
-    def anchors(self) -> dict[str, tuple[JsonValue, str]]:
-        """Plain-name fragments of the document: anchor -> (schema, its pointer)."""
-        if self._anchors is None:
-            found: dict[str, tuple[JsonValue, str]] = {}
-            for schema, where in _subschemas(self.root, ""):
-                names = [schema[k] for k in _ANCHOR_KEYS if isinstance(schema.get(k), str)]
-                sid = schema.get("$id")
-                if isinstance(sid, str) and sid.startswith("#") and not sid.startswith("#/"):
-                    names.append(sid[1:])  # draft 7: "$id": "#name"
-                for name in dict.fromkeys(names):
-                    if name in found and found[name][1] != where:
-                        raise SchemaError(f"$anchor {name!r} is defined twice", pointer=where)
-                    found[name] = (schema, where)
-            self._anchors = found
-        return self._anchors
+    def absolutized(self) -> JsonValue:
+        """The root with every reference that resolves inside the document rewritten as
+        ``#<pointer>`` from the root (``$dynamicRef``/``$recursiveRef`` too, where they
+        reduce to a static reference), and the base URIs dropped, so that a subschema means
+        the same wherever a merge (``allOf``, ``$ref`` siblings) carries it. References that
+        do not resolve are left as they are, to be refused when compiled."""
+        idx = self.index()
+        if not idx.referrers:
+            return self.root
+        root = copy.deepcopy(self.root)
+        for where in idx.referrers:
+            schema = resolve_pointer(root, where)
+            for key in _REF_KEYS:
+                if not isinstance(schema.get(key), str):
+                    continue
+                try:
+                    ref = schema[key] if key == "$ref" else self.dynamic_target(schema, where)
+                    _, target = self.resolve(ref, where)
+                except (SchemaError, UnsupportedKeyword):
+                    continue
+                if key != "$ref" and "$ref" in schema:
+                    continue  # both: left for reference() to merge
+                del schema[key]
+                schema["$ref"] = "#" + quote(target, safe="/~!$&'()*+,;=:@")
+        for where in idx.bases:
+            schema = resolve_pointer(root, where)
+            if isinstance(schema, dict):
+                schema.pop(id_keyword(idx.draft), None)
+        return root
+
+    def dynamic_target(self, schema: dict[str, JsonValue], pointer: str) -> str:
+        """The static reference a ``$dynamicRef`` or ``$recursiveRef`` reduces to.
+
+        ``$dynamicRef: "#name"`` is dynamic only when more than one schema of the document
+        declares ``$dynamicAnchor: name`` (an outer resource could then override the
+        target); with one (or none: it is then a plain ``$ref``) it is that reference.
+        ``$recursiveRef: "#"`` reduces to ``$ref: "#"`` when no resource but the root sets
+        ``$recursiveAnchor: true``.
+
+        Raises:
+            UnsupportedKeyword: the reference depends on the dynamic scope.
+        """
+        idx = self.index()
+        if "$dynamicRef" in schema:
+            ref = schema["$dynamicRef"]
+            if not isinstance(ref, str):
+                raise SchemaError("$dynamicRef must be a string", pointer=ptr(pointer, "$dynamicRef"))
+            name = urldefrag(ref)[1]
+            if name and not name.startswith("/") and len(idx.dynamic_anchors.get(name, ())) > 1:
+                raise UnsupportedKeyword(
+                    "$dynamicRef", pointer=ptr(pointer, "$dynamicRef"),
+                    detail=f"{len(idx.dynamic_anchors[name])} schemas declare $dynamicAnchor {name!r}: the target "
+                    "depends on the dynamic scope, which a static grammar cannot follow",
+                    hint="replace $dynamicRef by a $ref to the schema meant",
+                )
+            return ref
+        ref = schema["$recursiveRef"]
+        if ref != "#":
+            raise SchemaError('$recursiveRef must be "#"', pointer=ptr(pointer, "$recursiveRef"))
+        if any(where != "" for where in idx.recursive_anchors):
+            raise UnsupportedKeyword(
+                "$recursiveRef", pointer=ptr(pointer, "$recursiveRef"),
+                detail="an embedded resource sets $recursiveAnchor: the target depends on the dynamic scope",
+                hint='replace $recursiveRef by a $ref to the schema meant',
+            )
+        return "#"
 
     def deref(self, schema: JsonValue, pointer: str) -> tuple[JsonValue, str]:
         seen: list[str] = []
@@ -117,9 +190,20 @@ class RefsMixin(Base):
     # -- references and rules ------------------------------------------------------------
 
     def reference(self, schema: dict[str, JsonValue], pointer: str, depth: int) -> Node:
-        """A schema with ``$ref``: the target, inlined or as a rule; siblings merged by allOf."""
+        """A schema with ``$ref`` (or a ``$dynamicRef``/``$recursiveRef`` that reduces to
+        one): the target, inlined or as a rule; siblings merged by allOf (draft-04 to -07:
+        siblings ignored)."""
+        dynamic = [k for k in ("$dynamicRef", "$recursiveRef") if k in schema]
+        if dynamic:
+            static = self.dynamic_target(schema, pointer)
+            rest0 = {k: v for k, v in schema.items() if k not in dynamic}
+            if "$ref" in schema:
+                return self.merged({"allOf": [{"$ref": static}, rest0]}, pointer, depth, dynamic[0])
+            return self.reference({**rest0, "$ref": static}, pointer, depth)
         target, tptr = self.resolve(schema["$ref"], pointer)
-        rest = {k: v for k, v in schema.items() if k != "$ref"}
+        rest: dict[str, JsonValue] = {}
+        if not ref_overrides_siblings(self.draft):
+            rest = {k: v for k, v in schema.items() if k != "$ref"}
         if set(rest) - ANNOTATIONS:
             return self.merged({"allOf": [target, rest]}, pointer, depth, "$ref")
         return self.expand("#" + tptr, lambda: self.value(target, tptr or "#", depth), depth, "$ref", pointer)
@@ -225,18 +309,6 @@ class RefsMixin(Base):
         return Grammar(start, tuple((n, rules[n]) for n in order))
 
 
-def _subschemas(node: JsonValue, where: str) -> Iterator[tuple[dict[str, JsonValue], str]]:
-    """Every object of the document that may be a schema, with its pointer."""
-    if isinstance(node, dict):
-        yield node, where
-        for k, v in node.items():
-            if k not in _DATA_KEYS:
-                yield from _subschemas(v, ptr(where, k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _subschemas(v, ptr(where, i))
-
-
 def has_ref(node: Node) -> bool:
     """Whether ``node`` holds a :class:`RuleRef` (a walk of its DAG, each shared node once)."""
     seen: set[int] = set()
@@ -299,15 +371,23 @@ def _productive_uncached(node: Node, live: set[str], memo: dict[int, bool]) -> b
         return node.min == 0 or p(node.item)
     if isinstance(node, Fields):
         required = [x for x, r in node.items if r]
-        if not required and node.close_empty is not None and p(node.close_empty):
+        if not all(p(x) for x in required):
+            return False
+        # member counts k that can be emitted: the required items, optional ones, one rest
+        # member (more add nothing here), within min_count..max_count
+        lo = max(len(required), node.min_count)
+        most = len(required) + sum(1 for x, r in node.items if not r and p(x))
+        most += 1 if node.rest is not None and p(node.rest) else 0
+        if node.max_count is not None:
+            most = min(most, node.max_count)
+        if most < lo:
+            return False
+        if lo == 0 and node.close_empty is not None and p(node.close_empty):
             return True
-        if not (p(node.first) and p(node.close_nonempty)):
+        k = max(lo, 1)
+        if most < k:
             return False
-        if len(required) > 1 and not p(node.sep):
-            return False
-        if required:
-            return all(p(x) for x in required)
-        return any(p(x) for x, _ in node.items) or (node.rest is not None and p(node.rest))
+        return p(node.first) and p(node.close_nonempty) and (k < 2 or p(node.sep))
     return True  # Product: never holds references
 
 
@@ -322,3 +402,95 @@ def productive_rules(rules: dict[str, Node]) -> set[str]:
                 live.add(name)
                 changed = True
     return live
+
+
+def _join(base: str, ref: str) -> str:
+    """``ref`` resolved against ``base`` (RFC 3986; a fragment-only ``ref`` keeps any base,
+    a URN's included)."""
+    if ref.startswith("#"):
+        return urldefrag(base)[0] + ref
+    if urlsplit(ref).scheme:
+        return ref
+    return urljoin(base, ref)
+
+
+class _Index:
+    """The resources of one document: each schema with its own base URI (``$id``; draft-04
+    ``id``) by that URI, the base URI in force at each such schema, and the anchors of each
+    resource. A document without a root ``$id`` has the base URI ``""``."""
+
+    def __init__(self, root: JsonValue, unique_anchors: bool = True) -> None:
+        self.draft = draft_of(root)
+        self.unique_anchors = unique_anchors
+        self.resources: dict[str, str] = {}  # base URI (no fragment) -> pointer
+        self.bases: dict[str, str] = {}  # pointer of a schema that sets a base -> base URI
+        self.anchors: dict[tuple[str, str], str] = {}  # (resource URI, anchor) -> pointer
+        self.dynamic_anchors: dict[str, list[str]] = {}  # $dynamicAnchor name -> pointers
+        self.recursive_anchors: list[str] = []  # pointers of schemas with $recursiveAnchor: true
+        self.referrers: list[str] = []  # pointers of schemas holding $ref, $dynamicRef or $recursiveRef
+        self._walk(root, "", "", True)
+        self.resources.setdefault("", "")
+
+    def _walk(self, node: JsonValue, where: str, base: str, is_schema: bool) -> None:
+        if isinstance(node, list):
+            for i, v in enumerate(node):
+                self._walk(v, ptr(where, i), base, True)
+            return
+        if not isinstance(node, dict):
+            return
+        if is_schema:
+            base = self._enter(node, where, base)
+        for k, v in node.items():
+            if k in _DATA_KEYS:
+                continue
+            # the values of these are maps from names to schemas, not schemas
+            named = k in _SCHEMA_MAPS
+            if named and isinstance(v, dict):
+                for name, sub in v.items():
+                    self._walk(sub, ptr(where, k, name), base, True)
+            else:
+                self._walk(v, ptr(where, k), base, isinstance(v, dict))
+
+    def _enter(self, schema: dict[str, JsonValue], where: str, base: str) -> str:
+        """Record what ``schema`` declares; the base URI inside it."""
+        sid = schema.get(id_keyword(self.draft))
+        if ref_overrides_siblings(self.draft) and "$ref" in schema:
+            sid = None  # draft-04 to -07: a $ref's siblings are ignored, $id included
+        anchors: list[str] = []
+        if isinstance(sid, str):
+            doc, frag = urldefrag(_join(base, sid))
+            if doc and doc != urldefrag(base)[0] or where == "":
+                base = doc
+                self.resources.setdefault(doc, where)
+                self.bases[where] = doc
+            if frag and not frag.startswith("/"):
+                anchors.append(frag)  # draft-6/7: "$id": "#name" (or "uri#name")
+        for key in ("$anchor", "$dynamicAnchor"):
+            name = schema.get(key)
+            if isinstance(name, str):
+                anchors.append(name)
+                if key == "$dynamicAnchor":
+                    self.dynamic_anchors.setdefault(name, []).append(where)
+        if schema.get("$recursiveAnchor") is True:
+            self.recursive_anchors.append(where)
+        if any(isinstance(schema.get(k), str) for k in _REF_KEYS):
+            self.referrers.append(where)
+        doc = urldefrag(base)[0]
+        for name in dict.fromkeys(anchors):
+            prev = self.anchors.get((doc, name))
+            if prev is not None and prev != where and self.unique_anchors:
+                raise SchemaError(f"$anchor {name!r} is defined twice", pointer=where)
+            self.anchors[(doc, name)] = where
+        return base
+
+    def base_at(self, pointer: str) -> str:
+        """The base URI in force at ``pointer``: that of the nearest schema above it (or at
+        it) that sets one."""
+        p = pointer if pointer != "#" else ""
+        while True:
+            got = self.bases.get(p)
+            if got is not None:
+                return got
+            if not p:
+                return ""
+            p = p[: p.rfind("/")]
