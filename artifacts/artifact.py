@@ -7,6 +7,7 @@ back from a file; either way it verifies its tables once and then hands out matc
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from maskc.artifacts import format as fmt
-from maskc.artifacts.io import parse_artifact_bytes, read_artifact_file, save_bytes, write_atomic
+from maskc.artifacts.io import (map_artifact_file, parse_artifact_bytes, remember_verified, save_bytes, verified_file,
+                                write_atomic)
 from maskc.artifacts.metadata import parse_metadata
 from maskc.compiler.dfa import Dfa
 from maskc.compiler.errors import ArtifactCorrupt, TokenizerMismatch
@@ -24,71 +26,109 @@ from maskc.compiler.pda import Pda
 from maskc.compiler.pipeline import CompiledGrammar
 from maskc.compiler.vocab import Vocabulary
 
-__all__ = ["Artifact", "load_artifact", "COMPILER_VERSION"]
+__all__ = ["Artifact", "Tables", "load_artifact", "verify_tables", "COMPILER_VERSION"]
 
 COMPILER_VERSION = fmt.COMPILER_VERSION
 ROW_CACHE_LIMIT = 4096  # decoded rows kept per artifact (16 KiB each for a 128k vocabulary)
 _ONE = np.uint32(1)
 _SCATTER_MAX = 256
+_SMALL = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Tables:
+    """What verifying an artifact's tensors and metadata yields: typed metadata and the
+    immutable tables a matcher runs on (shared by every load of one unchanged file)."""
+
+    vocab_size: int
+    eos_token_ids: tuple[int, ...]
+    options: dict[str, Any]
+    not_enforced: list[dict[str, str]]
+    dfa: Dfa
+    state_mask: NDArray[np.int32]
+    masks: MaskStore
+    pda: Pda | None
+    uncertain_mask: NDArray[np.int32] | None
+    flat_mask: NDArray[np.int32] | None
+    inline_depth: int
+
+
+def verify_tables(tensors: dict[str, NDArray[Any]], metadata: dict[str, str], where: str) -> Tables:
+    """Check the header, the content hash and every table; the typed result.
+
+    Raises:
+        ArtifactCorrupt: tampered, truncated or inconsistent. ArtifactVersionMismatch:
+        another format version.
+    """
+    fmt.check_metadata(metadata, where)
+    if fmt.content_hash(tensors, metadata) != metadata["content_sha256"]:
+        raise ArtifactCorrupt(f"{where} failed its content check: the tables or metadata were modified or damaged")
+    info = parse_metadata(metadata, where)
+    vocab_size = info.vocab_size
+    trans = fmt.check_tables(tensors, vocab_size, where)
+    if (info.num_states is not None and info.num_states != trans.shape[0]) or (
+        info.num_masks is not None and info.num_masks != tensors["mask.kind"].shape[0]
+    ):
+        raise ArtifactCorrupt(f"{where}: num_states or num_masks differs from the tables")
+    if ("pda.call_offsets" in tensors) != (info.rule_names is not None):
+        raise ArtifactCorrupt(f"{where}: pushdown tables and pushdown metadata must come together")
+    dfa = Dfa(
+        trans,
+        np.array(tensors["dfa.byte_class"], dtype=np.uint8),
+        np.asarray(tensors["dfa.accepting"]).astype(np.bool_),
+    )
+    masks = MaskStore(
+        vocab_size,
+        np.asarray(tensors["mask.kind"], dtype=np.uint8),
+        np.asarray(tensors["mask.offsets"], dtype=np.int64),
+        np.asarray(tensors["mask.data"], dtype=np.int32),
+    )
+    pda: Pda | None = None
+    uncertain: NDArray[np.int32] | None = None
+    flat: NDArray[np.int32] | None = None
+    inline_depth = 0
+    if info.rule_names is not None:
+        if len(info.rule_names) != tensors["pda.rule_start"].shape[0]:
+            raise ArtifactCorrupt(f"{where}: rule_names does not name every rule of the pushdown tables")
+        try:
+            inline_depth = int(info.inline_depth or 0)
+            pda = Pda(
+                dfa,
+                np.asarray(tensors["pda.call_offsets"], dtype=np.int64),
+                np.asarray(tensors["pda.call_rule"], dtype=np.int32),
+                np.asarray(tensors["pda.call_return"], dtype=np.int32),
+                np.asarray(tensors["pda.rule_start"], dtype=np.int32),
+                np.asarray(tensors["pda.need"], dtype=np.int32),
+                info.rule_names,
+            )
+        except (ValueError, TypeError) as e:
+            raise ArtifactCorrupt(f"{where} has malformed pushdown tables") from e
+        uncertain = np.asarray(tensors["mask.uncertain"], dtype=np.int32)
+        flat = np.asarray(tensors["mask.flat"], dtype=np.int32)
+    return Tables(vocab_size, info.eos_token_ids, info.options, info.not_enforced, dfa,
+                  np.asarray(tensors["mask.state"], dtype=np.int32), masks, pda, uncertain, flat, inline_depth)
 
 
 class Artifact:
     """Token masks for one (grammar, tokenizer, options), ready to drive a :class:`Matcher`."""
 
-    def __init__(self, tensors: dict[str, NDArray[Any]], metadata: dict[str, str], *, where: str = "artifact") -> None:
-        fmt.check_metadata(metadata, where)
-        if fmt.content_hash(tensors, metadata) != metadata["content_sha256"]:
-            raise ArtifactCorrupt(f"{where} failed its content check: the tables or metadata were modified or damaged")
-        info = parse_metadata(metadata, where)
-        vocab_size = info.vocab_size
-        self.eos_token_ids: tuple[int, ...] = info.eos_token_ids
-        self.not_enforced: list[dict[str, str]] = info.not_enforced
-        self.options: dict[str, Any] = info.options
-        trans = fmt.check_tables(tensors, vocab_size, where)
-        if (info.num_states is not None and info.num_states != trans.shape[0]) or (
-            info.num_masks is not None and info.num_masks != tensors["mask.kind"].shape[0]
-        ):
-            raise ArtifactCorrupt(f"{where}: num_states or num_masks differs from the tables")
-        if ("pda.call_offsets" in tensors) != (info.rule_names is not None):
-            raise ArtifactCorrupt(f"{where}: pushdown tables and pushdown metadata must come together")
+    def __init__(self, tensors: dict[str, NDArray[Any]], metadata: dict[str, str], *, where: str = "artifact",
+                 tables: Tables | None = None) -> None:
+        t = tables if tables is not None else verify_tables(tensors, metadata, where)
         self.tensors = tensors
         self.metadata = dict(metadata)
-        self.vocab_size = vocab_size
-        self.dfa = Dfa(
-            trans,
-            np.array(tensors["dfa.byte_class"], dtype=np.uint8),
-            np.asarray(tensors["dfa.accepting"]).astype(np.bool_),
-        )
-        self.state_mask = np.asarray(tensors["mask.state"], dtype=np.int32)
-        self.masks = MaskStore(
-            vocab_size,
-            np.asarray(tensors["mask.kind"], dtype=np.uint8),
-            np.asarray(tensors["mask.offsets"], dtype=np.int64),
-            np.asarray(tensors["mask.data"], dtype=np.int32),
-        )
-        self.pda: Pda | None = None
-        self.uncertain_mask: NDArray[np.int32] | None = None
-        self.flat_mask: NDArray[np.int32] | None = None
-        self.inline_depth = 0
+        self.vocab_size = t.vocab_size
+        self.eos_token_ids: tuple[int, ...] = t.eos_token_ids
+        self.not_enforced: list[dict[str, str]] = [dict(n) for n in t.not_enforced]
+        self.options: dict[str, Any] = {k: dict(v) if isinstance(v, dict) else v for k, v in t.options.items()}
+        self.dfa = t.dfa
+        self.state_mask = t.state_mask
+        self.masks = t.masks
+        self.pda: Pda | None = t.pda
+        self.uncertain_mask: NDArray[np.int32] | None = t.uncertain_mask
+        self.flat_mask: NDArray[np.int32] | None = t.flat_mask
+        self.inline_depth = t.inline_depth
         self.max_depth = int(self.options["max_depth"])
-        if info.rule_names is not None:
-            if len(info.rule_names) != tensors["pda.rule_start"].shape[0]:
-                raise ArtifactCorrupt(f"{where}: rule_names does not name every rule of the pushdown tables")
-            try:
-                self.inline_depth = int(info.inline_depth or 0)
-                self.pda = Pda(
-                    self.dfa,
-                    np.asarray(tensors["pda.call_offsets"], dtype=np.int64),
-                    np.asarray(tensors["pda.call_rule"], dtype=np.int32),
-                    np.asarray(tensors["pda.call_return"], dtype=np.int32),
-                    np.asarray(tensors["pda.rule_start"], dtype=np.int32),
-                    np.asarray(tensors["pda.need"], dtype=np.int32),
-                    info.rule_names,
-                )
-            except (ValueError, TypeError) as e:
-                raise ArtifactCorrupt(f"{where} has malformed pushdown tables") from e
-            self.uncertain_mask = np.asarray(tensors["mask.uncertain"], dtype=np.int32)
-            self.flat_mask = np.asarray(tensors["mask.flat"], dtype=np.int32)
         self._runtime: Any = None
         self._rows: dict[int, NDArray[np.int32]] = {}  # mask id -> decoded row
         self._state_rows: dict[int, NDArray[np.int32]] = {}  # state -> its mask's row
@@ -360,6 +400,11 @@ class Artifact:
 
 def _bits(ids: NDArray[np.int32], words: int) -> NDArray[np.uint32]:
     """A row with the bits of ``ids`` set (ids distinct, as every stored list is)."""
+    if ids.shape[0] <= _SMALL:  # a few ids: scalar stores beat the fixed cost of a scatter
+        row = np.zeros(words, dtype=np.uint32)
+        for i in ids.tolist():
+            row[i >> 5] |= 1 << (i & 31)
+        return row
     shift = (ids & 31).astype(np.uint32)
     if ids.shape[0] > _SCATTER_MAX:  # long lists: one pass over the row beats a scatter per id
         sums = np.bincount(ids >> 5, weights=_ONE << shift, minlength=words)  # distinct bits: sum == or
@@ -372,6 +417,11 @@ def _bits(ids: NDArray[np.int32], words: int) -> NDArray[np.uint32]:
 def load_artifact(path: str | os.PathLike[str], *, tokenizer: Vocabulary | None = None) -> Artifact:
     """Read an artifact file and verify it.
 
+    A file is verified in full (content hash, metadata, tables) the first time a process
+    loads it; a later load of the same unchanged file (same device, inode, size, mtime and
+    ctime, settled for a while: see :func:`~maskc.artifacts.io.verified_file`) reuses that
+    verification and the mapped tables, and starts with fresh row caches and memos.
+
     Args:
         path: the ``.safetensors`` file.
         tokenizer: when given, the artifact must have been built for exactly this tokenizer.
@@ -381,8 +431,15 @@ def load_artifact(path: str | os.PathLike[str], *, tokenizer: Vocabulary | None 
         artifact. ArtifactVersionMismatch: another format version. TokenizerMismatch: built
         for another tokenizer.
     """
-    tensors, meta = read_artifact_file(path)
-    art = Artifact(tensors, meta, where=str(path))
+    where = str(path)
+    hit = verified_file(path)
+    if hit is not None:
+        tensors, meta, tables = hit
+    else:
+        tensors, meta, identity = map_artifact_file(path)
+        tables = verify_tables(tensors, meta, where)
+        remember_verified(identity, (tensors, meta, tables))
+    art = Artifact(tensors, meta, where=where, tables=tables)
     if tokenizer is not None:
         art.verify_tokenizer(tokenizer)
         art.tokenizer = tokenizer

@@ -14,15 +14,18 @@ import os
 import re
 import secrets
 import socket
+import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from maskc.compiler.errors import ArtifactCorrupt, ArtifactError
 
-__all__ = ["write_atomic", "save_bytes", "read_artifact_file", "sweep_stale_temporaries"]
+__all__ = ["write_atomic", "save_bytes", "read_artifact_file", "map_artifact_file", "verified_file",
+           "remember_verified", "forget_verified", "sweep_stale_temporaries"]
 
 
 _DTYPES: dict[np.dtype[np.generic], str] = {
@@ -213,11 +216,28 @@ def read_artifact_file(path: str | os.PathLike[str]) -> tuple[dict[str, NDArray[
     mapped file stays whole; a file truncated in place by another program while mapped is
     outside this contract (the operating system then faults on access).
     """
+    tensors, meta, _ = map_artifact_file(path)
+    return tensors, meta
+
+
+FileIdentity = tuple[int, int, int, int, int]
+"""(device, inode, size, mtime ns, ctime ns) of a file: any write or replacement changes it."""
+
+
+def _identity(st: os.stat_result) -> FileIdentity:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def map_artifact_file(
+    path: str | os.PathLike[str],
+) -> tuple[dict[str, NDArray[np.generic]], dict[str, str], FileIdentity]:
+    """:func:`read_artifact_file`, plus the identity of the file that was mapped (taken from
+    the open descriptor, so it names exactly the bytes read)."""
     p = Path(path)
     try:
         with open(p, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size < 8:
+            st = os.fstat(f.fileno())
+            if st.st_size < 8:
                 buf: bytes | mmap.mmap = f.read()
             else:
                 buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
@@ -225,7 +245,48 @@ def read_artifact_file(path: str | os.PathLike[str]) -> tuple[dict[str, NDArray[
         raise ArtifactError(f"artifact not found: {p}") from None
     except (OSError, ValueError) as e:
         raise ArtifactError(f"cannot read artifact {p}: {getattr(e, 'strerror', None) or e}") from e
-    return parse_artifact_bytes(buf, str(p))
+    tensors, meta = parse_artifact_bytes(buf, str(p))
+    return tensors, meta, _identity(st)
+
+
+# -- verified files ------------------------------------------------------------------------------
+# A file verified once (content hash, metadata, tables) need not be hashed again while it is
+# unchanged. "Unchanged" is its identity: a rename over it changes the inode, a write in place
+# the mtime and ctime (which no program can set back). File system clocks are coarse, so a
+# write in the same tick as the verification could keep the timestamps: an identity is
+# remembered only once the file has been left alone for SETTLE_NS before it was verified.
+
+SETTLE_NS = 2_000_000_000
+VERIFIED_LIMIT = 64
+_verified: dict[FileIdentity, Any] = {}
+
+
+def remember_verified(identity: FileIdentity, value: Any) -> bool:
+    """Remember what verifying the file of ``identity`` produced; False (nothing kept) if the
+    file changed too recently to trust its timestamps."""
+    if time.time_ns() - max(identity[3], identity[4]) < SETTLE_NS:
+        return False
+    if len(_verified) >= VERIFIED_LIMIT:
+        del _verified[next(iter(_verified))]
+    _verified[identity] = value
+    return True
+
+
+def verified_file(path: str | os.PathLike[str]) -> Any:
+    """What :func:`remember_verified` kept for the file now at ``path``, or None (never
+    verified in this process, changed since, or unreadable)."""
+    if not _verified:
+        return None
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return _verified.get(_identity(st))
+
+
+def forget_verified() -> None:
+    """Drop every remembered verification (the next load of each file verifies it again)."""
+    _verified.clear()
 
 
 def parse_artifact_bytes(raw: bytes | mmap.mmap, where: str) -> tuple[dict[str, NDArray[np.generic]], dict[str, str]]:

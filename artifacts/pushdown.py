@@ -15,6 +15,13 @@ on the part of the stacks a computation actually read (its *reach*) and the dept
 when it could matter, so a mask or a step costs a dictionary lookup once seen, whatever
 lies deeper in the stack.
 
+Most steps never meet a rule boundary: one stack whose top makes no call and has no
+uncertain token, a token whose bytes pass only such states. Those take a fast path keyed
+on the top state alone (a step also on the token), valid for any stack below it given the
+headroom: the mask is the top's stored row, the step a walk of the rule's DFA. The fast
+path gives exactly what the general walk gives (``PushdownRuntime(art, fast=False)`` is
+that reference).
+
 Error policy, as :class:`~maskc.artifacts.matcher.Matcher`: never raises on model behaviour.
 """
 
@@ -44,6 +51,8 @@ FORCED_LIMIT = 256
 
 
 _INF = 1 << 30
+_UNSEEN: Any = object()
+_ACCEPTS, _CALLS = 1, 2
 
 
 class _Walk:
@@ -142,6 +151,20 @@ class _Walk:
                 break
         return stacks
 
+    def run_from(self, closed: list[Derived], data: bytes, after: dict[bytes, list[Derived]]) -> bool:
+        """Whether ``data`` survives from the closed stacks ``closed``; ``after`` holds the
+        stacks after each prefix already walked from them (filled in here)."""
+        n = len(data)
+        k = n
+        while k and data[:k] not in after:
+            k -= 1
+        stacks = after[data[:k]] if k else closed
+        while k < n and stacks:
+            stacks = self.step(self.close(stacks) if k else stacks, data[k])
+            k += 1
+            after[data[:k]] = stacks
+        return bool(stacks)
+
     def can_end(self, closed: list[Derived]) -> bool:
         return any(self.rt.accepting[self.top(st)] and not self.has_below(st) for st in closed)
 
@@ -200,7 +223,7 @@ class _Calls(dict[int, list[tuple[int, int]]]):
 class PushdownRuntime:
     """Per-artifact tables and memos shared by every matcher of a recursive artifact."""
 
-    def __init__(self, art: Artifact) -> None:
+    def __init__(self, art: Artifact, *, fast: bool = True) -> None:
         pda = art.pda
         vocab = art.tokenizer
         if pda is None or vocab is None:
@@ -232,6 +255,18 @@ class PushdownRuntime:
         self._mask_exact: dict[Config, tuple[NDArray[np.int32], bool]] = {}
         self._step_exact: dict[tuple[Config, int], Config] = {}
         self.misses = 0
+        self.fast = fast
+        # top state -> (bitmask row, the same with EOS) when the state makes no call and has
+        # no uncertain token (its mask then depends on the headroom and on whether a frame
+        # lies below only), else None
+        self._top_rows: dict[int, tuple[NDArray[np.int32], NDArray[np.int32]] | None] = {}
+        # (top state, token) -> (state after the token's bytes or -1, largest need met, whether
+        # an accepting state met a byte), or None when a state on the way makes a call
+        self._flat_steps: dict[tuple[int, int], tuple[int, int, bool] | None] = {}
+        self._table = pda.dfa.trans
+        self._class_of = bytes(self.byte_class)  # bytes.translate: byte -> its class
+        self._kinds: list[int] | None = None
+        self._needs: list[int] | None = None
 
     @property
     def flat_need(self) -> list[int]:
@@ -321,6 +356,19 @@ class PushdownRuntime:
 
     def mask(self, config: Config) -> tuple[NDArray[np.int32], bool]:
         """The bitmask row of ``config`` and whether the output may end there (EOS allowed)."""
+        if len(config) == 1 and self.fast:
+            s = config[0]
+            q = s[-1]
+            rows = self._top_rows.get(q, _UNSEEN)
+            if rows is _UNSEEN:
+                rows = self._top_row(q)
+            # No call: the closure is the stack itself, unless an accepting top can return
+            # into a frame below. Enough headroom: every stored token holds.
+            if rows is not None and self.max_depth - len(s) >= self.fast_headroom:
+                if len(s) == 1:
+                    return (rows[1], True) if self.accepting[q] else (rows[0], False)
+                if not self.accepting[q]:
+                    return rows[0], False
         got = self._mask_exact.get(config)
         if got is not None:
             return got
@@ -329,6 +377,22 @@ class PushdownRuntime:
             self._mask_exact.clear()
         self._mask_exact[config] = got
         return got
+
+    def _top_row(self, q: int) -> tuple[NDArray[np.int32], NDArray[np.int32]] | None:
+        rows: tuple[NDArray[np.int32], NDArray[np.int32]] | None = None
+        if not self.calls[q] and not self._mask_ids(int(self.uncertain[q])).size:
+            row = self.art.mask_row_of(int(self.art.state_mask[q]))
+            with_eos = row
+            if self.eos.size and self.accepting[q]:
+                with_eos = row.copy()
+                np.bitwise_or.at(with_eos.view(np.uint32), self.eos >> 5,
+                                 np.uint32(1) << (self.eos & 31).astype(np.uint32))
+                with_eos.setflags(write=False)
+            rows = (row, with_eos)
+        if len(self._top_rows) >= MEMO_LIMIT:
+            self._top_rows.clear()
+        self._top_rows[q] = rows
+        return rows
 
     def _mask(self, config: Config) -> tuple[NDArray[np.int32], bool]:
         got, j = self._lookup(self._mask_memo, config, None)
@@ -361,8 +425,9 @@ class PushdownRuntime:
             if cand.size > 1:
                 cand = cand[np.concatenate(([True], cand[1:] != cand[:-1]))]
             cand = cand[((row[cand >> 5] >> (cand & 31).astype(np.uint32)) & 1) == 0]
+            after: dict[bytes, list[Derived]] = {}  # stacks after a prefix: candidates share them
             for t in cand.tolist():
-                if w.run(closed, self.tokens[t]):
+                if w.run_from(closed, self.tokens[t], after):
                     row[t >> 5] |= np.uint32(1 << (t & 31))
         if can_end and self.eos.size:
             np.bitwise_or.at(row, self.eos >> 5, (np.uint32(1) << (self.eos & 31).astype(np.uint32)))
@@ -375,6 +440,20 @@ class PushdownRuntime:
 
     def advance(self, config: Config, data: bytes, token: int | None = None) -> Config:
         """The configuration after ``data`` (empty tuple: rejected). Memoized per token id."""
+        if token is not None and len(config) == 1 and self.fast:
+            s = config[0]
+            q = s[-1]
+            key = (q, token)
+            flat = self._flat_steps.get(key, _UNSEEN)
+            if flat is _UNSEEN:
+                flat = self._flat_walk(key, data)
+            # No call on the way: the stack keeps its frames below the top, unless an
+            # accepting state met a byte with a frame below (a return could branch off).
+            if flat is not None and (len(s) == 1 or not flat[2]):
+                q2, need, _ = flat
+                if q2 < 0 or self.max_depth - len(s) < need:
+                    return ()
+                return (s[:-1] + (q2,),)
         if token is not None:
             exact = self._step_exact.get((config, token))
             if exact is not None:
@@ -389,6 +468,45 @@ class PushdownRuntime:
             return self._apply(config, rel)
         self._store(self._step_memo, config, token, j, w, rel)
         return self._remember(config, token, self._apply(config, rel))
+
+    def _flat_walk(self, key: tuple[int, int], data: bytes) -> tuple[int, int, bool] | None:
+        """The walk of ``data`` from state ``key[0]`` inside its frame (see ``_flat_steps``)."""
+        if self._kinds is None:
+            self._build_kinds()
+        kinds, needs = self._kinds, self._needs
+        assert kinds is not None and needs is not None
+        item = self._table.item
+        q = key[0]
+        most = 0
+        met_accepting = False
+        got: tuple[int, int, bool] | None = None
+        for c in data.translate(self._class_of):
+            kind = kinds[q]
+            if kind:
+                if kind == _CALLS:
+                    break
+                met_accepting = True
+            q = item(q, c)
+            if q < 0:
+                got = (-1, 0, met_accepting)
+                break
+            if needs[q] > most:
+                most = needs[q]
+        else:
+            got = (q, most, met_accepting)
+        if len(self._flat_steps) >= MEMO_LIMIT:
+            self._flat_steps.clear()
+        self._flat_steps[key] = got
+        return got
+
+    def _build_kinds(self) -> None:
+        """Per state: 0 plain, ``_ACCEPTS`` (accepting, no call) or ``_CALLS``; and the needs, as
+        lists (one pass over per-state vectors, nothing per transition)."""
+        pda = self.art.pda
+        assert pda is not None  # a runtime exists only for a pushdown artifact
+        kinds = np.where(np.diff(pda.call_offsets) > 0, _CALLS, np.where(pda.dfa.accepting, _ACCEPTS, 0))
+        self._kinds = kinds.tolist()
+        self._needs = pda.need.tolist()
 
     def _remember(self, config: Config, token: int, after: Config) -> Config:
         if len(self._step_exact) >= MEMO_LIMIT:
