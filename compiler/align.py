@@ -1,11 +1,16 @@
 """Token alignment: which tokens each DFA state admits, vectorized over the vocabulary.
 
 A token is allowed in a state iff walking *all* of its bytes from that state never hits a
-missing transition (the DFA is pruned, so every reached state can still finish). The walk
-runs over deduplicated byte-class sequences, as numpy arrays, level by level:
+missing transition (the DFA is pruned, so every reached state can still finish). The walks
+run as numpy arrays, level by level:
 
-* tokens whose classes are all self-loops of the state stay there: allowed without a walk;
-* only tokens whose first class is live in the state are walked at all;
+* short tokens (at most ``SHORT_TOKEN`` bytes, almost all of a vocabulary) are walked over
+  the tokenizer's byte trie (:mod:`maskc.compiler.trie`, built once per tokenizer): narrow
+  states follow only their live prefixes, all together; wide states that loop on most
+  first bytes (string interiors) are walked only past the byte that leaves the loop; other
+  wide states step every node, over the trie merged by byte class when there are many;
+* long tokens are mapped to deduplicated byte-class sequences, and only those whose first
+  class is live in a state are walked;
 * states that no string of at most ``L`` bytes (the longest token) tells apart share one
   mask (Moore refinement cut at depth ``L``), which collapses long counted runs such as
   ``maxLength: 5000`` to a handful of distinct computations.
@@ -23,6 +28,8 @@ from numpy.typing import NDArray
 from maskc.compiler.dfa import Dfa
 from maskc.compiler.errors import TimeLimitExceeded
 from maskc.compiler.minimize import refine
+from maskc.compiler.trie import (ClassTrie, TokenTrie, build_trie, byte_class_trie, class_trie, loop_region, sink_table,
+                                 walk_dense, walk_loops, walk_sparse)
 
 __all__ = ["ClassSeqs", "class_sequences", "align", "TokenTable", "SHORT_TOKEN"]
 
@@ -55,6 +62,15 @@ class TokenTable:
             self.__dict__["_slices"] = got
         return got
 
+    def trie(self) -> TokenTrie:
+        """The trie of the short walkable tokens (in the order of ``slices()[0].ids``), built once."""
+        got: TokenTrie | None = self.__dict__.get("_trie")
+        if got is None:
+            sl = self.slices()[0]
+            got = build_trie(sl.starts, sl.lens, self.flat)
+            self.__dict__["_trie"] = got
+        return got
+
     @property
     def max_len(self) -> int:
         lens = np.diff(self.offsets)[self.walkable]
@@ -72,9 +88,6 @@ class ClassSeqs:
     token_seq: NDArray[np.int64]  # [len(token_ids)] -> sequence index
     by_first: NDArray[np.int64]  # sequence indices sorted by first class
     first_start: NDArray[np.int64]  # [classes + 1] ranges into by_first
-    by_len: NDArray[np.int64]  # sequence indices, longest first
-    columns: NDArray[np.int32]  # [max_len, u]: class at depth d of the d-th longest... (by_len order)
-    active: NDArray[np.int64]  # [max_len]: how many sequences (by_len order) are longer than d
 
 
 _SEQ_MULT = np.random.default_rng(0x616C6967).integers(1, 2**62, size=(2, 1 << 12), dtype=np.int64) | 1
@@ -163,41 +176,7 @@ def class_sequences(
     first_cls = flat[offsets[:-1]] if lengths.size else np.zeros(0, dtype=np.int64)
     by_first = np.argsort(first_cls.astype(np.uint8), kind="stable")  # radix sort on small keys
     first_start = np.searchsorted(first_cls[by_first], np.arange(num_classes + 1))
-    by_len = np.argsort((np.int64(1 << 15) - lengths).astype(np.int16), kind="stable")
-    max_len = int(lengths.max()) if lengths.size else 0
-    sorted_len = lengths[by_len]
-    active = np.array([int(np.count_nonzero(sorted_len > d)) for d in range(max_len)], dtype=np.int64)
-    columns = np.zeros((max_len, lengths.shape[0]), dtype=np.int32)
-    hs = offsets[:-1][by_len]
-    for d in range(max_len):
-        k = int(active[d])
-        columns[d, :k] = flat[hs[:k] + d]
-    return ClassSeqs(flat, offsets, lengths, ids, token_seq, by_first, first_start.astype(np.int64),
-                     by_len, columns, active)
-
-
-def _sink_table(trans: NDArray[np.int32]) -> NDArray[np.int64]:
-    """``trans`` flattened with one extra absorbing row (the dead state) appended."""
-    n, c = trans.shape
-    t = np.empty((n + 1, c), dtype=np.int64)
-    t[:n] = np.where(trans >= 0, trans, n)
-    t[n] = n
-    return t.ravel()
-
-
-def _dense_walk(flat_trans: NDArray[np.int64], num_classes: int, dead: int, seqs: ClassSeqs, s: int) -> NDArray[np.int64]:
-    """Walk every sequence from ``s`` at once, depth by depth, over a shrinking prefix.
-
-    Sequences are ordered longest first, so at depth ``d`` exactly the first
-    ``active[d]`` of them still have bytes: no compaction is needed.
-    """
-    state = np.full(seqs.by_len.shape[0], s, dtype=np.int64)
-    for d in range(seqs.columns.shape[0]):
-        n = int(seqs.active[d])
-        head = state[:n]
-        state[:n] = flat_trans[head * num_classes + seqs.columns[d, :n]]
-    out: NDArray[np.int64] = seqs.by_len[state != dead]
-    return out
+    return ClassSeqs(flat, offsets, lengths, ids, token_seq, by_first, first_start.astype(np.int64))
 
 
 def _batch_allowed(dfa: Dfa, seqs: ClassSeqs, states: NDArray[np.int64], budget: int = 1 << 21) -> list[NDArray[np.int64]]:
@@ -260,21 +239,92 @@ def _walk_owned(
     return np.concatenate(ok_o), np.concatenate(ok_s)
 
 
-def _allowed_many(dfa: Dfa, seqs: ClassSeqs, states: NDArray[np.int64], flat_trans: NDArray[np.int64]) -> list[NDArray[np.bool_]]:
-    """Boolean allowed-sequence vectors for ``states``: dense walks for wide states, one batch for the rest."""
-    n = seqs.lengths.shape[0]
-    result: list[NDArray[np.bool_]] = [np.zeros(n, dtype=np.bool_) for _ in range(states.shape[0])]
-    if not n:
-        return result
-    counts = seqs.first_start[1:] - seqs.first_start[:-1]
-    width = ((dfa.trans[states] >= 0) * counts[None, :]).sum(axis=1)
-    wide = width * 4 > n
-    for j in np.flatnonzero(wide).tolist():
-        result[j][_dense_walk(flat_trans, dfa.num_classes, dfa.num_states, seqs, int(states[j]))] = True
-    narrow = np.flatnonzero(~wide)
-    for j, ok in zip(narrow.tolist(), _batch_allowed(dfa, seqs, states[narrow])):
-        result[j][ok] = True
-    return result
+DENSE_BATCH = 8  # wide states walked together over the whole trie
+MEMO_BY_CONTENT = 4096  # allowed short tokens up to which a state's mask is memoized by content
+LOOP_BATCH = 32  # looping wide states walked together from their boundary nodes
+SPARSE_BUDGET = 1 << 20  # surviving tokens walked together by the narrow states of one batch
+MANY_WIDE = 12  # from this many wide states on, they walk the class-merged trie
+
+
+def _width(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64]) -> NDArray[np.int64]:
+    """How many short tokens survive their first byte in each state."""
+    live = dfa.trans[states][:, dfa.byte_class.astype(np.int64)] >= 0  # [k, 256]
+    out: NDArray[np.int64] = live.astype(np.int64) @ trie.first_count
+    return out
+
+
+def _wide(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """Whether a quarter of the short tokens or more survive their first byte in each state."""
+    out: NDArray[np.bool_] = _width(dfa, trie, states) * 4 > trie.num_tokens
+    return out
+
+
+def _short_allowed(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64], flat_trans: NDArray[np.int64],
+                   node_class: NDArray[np.int64], ctries: list[ClassTrie], many_wide: bool,
+                   deadline: float | None) -> list[NDArray[np.int64]]:
+    """Per state: the indices (into the trie's tokens) of the short tokens it allows, each once.
+
+    The walks run over the trie labelled by class (built on first need into ``ctries``:
+    merged by class when ``many_wide``, which costs a few walks once and makes each walk
+    cheaper). Narrow states follow their live prefixes only, all together. Wide states
+    (a quarter of the tokens or more survive the first byte) that loop on the first byte
+    of most tokens (string interiors) are grouped by their looping classes and walk only
+    past the first byte that leaves the loop; other wide states step every node.
+    """
+    out: list[NDArray[np.int64]] = [np.zeros(0, dtype=np.int64)] * states.shape[0]
+    if not states.size or not trie.num_tokens:
+        return out
+    if not ctries:
+        ctries.append(class_trie(trie, node_class, dfa.num_classes) if many_wide else byte_class_trie(trie, node_class))
+    ct = ctries[0]
+    dead = dfa.num_states
+    width = _width(dfa, trie, states)
+    wide_mask = width * 4 > trie.num_tokens
+    wide = np.flatnonzero(wide_mask)
+    if wide.size:
+        ws = states[wide]
+        loops = dfa.trans[ws] == ws[:, None]  # [w, classes]
+        loop_width = loops[:, dfa.byte_class.astype(np.int64)].astype(np.int64) @ trie.first_count
+        groups: dict[bytes, list[int]] = {}
+        dense: list[int] = []
+        for x in range(ws.shape[0]):
+            if loop_width[x] * 2 >= trie.num_tokens:
+                groups.setdefault(loops[x].tobytes(), []).append(x)
+            else:
+                dense.append(x)
+        for xs in groups.values():
+            region = loop_region(ct, loops[xs[0]])
+            if region[1].shape[0] * 4 < trie.num_tokens * 3:  # a quarter of the tokens leave the loop
+                dense.extend(xs)
+                continue
+            for i in range(0, len(xs), LOOP_BATCH):
+                if deadline is not None and time.monotonic() > deadline:
+                    raise TimeLimitExceeded("compile time (s)", limit=0)
+                part = np.asarray(xs[i : i + LOOP_BATCH], dtype=np.int64)
+                for x, got in zip(part.tolist(), walk_loops(ct, flat_trans, dfa.num_classes, dead, ws[part], region)):
+                    out[int(wide[x])] = got
+        dense.sort()
+        for i in range(0, len(dense), DENSE_BATCH):
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeLimitExceeded("compile time (s)", limit=0)
+            part = np.asarray(dense[i : i + DENSE_BATCH], dtype=np.int64)
+            ok = walk_dense(ct, flat_trans, dfa.num_classes, dead, ws[part])
+            for x, row in zip(part.tolist(), ok):
+                out[int(wide[x])] = np.flatnonzero(row)
+    narrow = np.flatnonzero(~wide_mask)
+    # batches of narrow states whose surviving tokens stay under SPARSE_BUDGET in all
+    ends = np.cumsum(width[narrow])
+    start = 0
+    while start < narrow.shape[0]:
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeLimitExceeded("compile time (s)", limit=0)
+        base = int(ends[start - 1]) if start else 0
+        stop = max(start + 1, int(np.searchsorted(ends, base + SPARSE_BUDGET, side="right")))
+        part = narrow[start:stop]
+        for j, ok_idx in zip(part.tolist(), walk_sparse(ct, flat_trans, dfa.num_classes, dead, states[part])):
+            out[j] = ok_idx
+        start = stop
+    return out
 
 
 def align(
@@ -301,7 +351,7 @@ def align(
         TimeLimitExceeded: ``deadline`` (``time.monotonic()``) passed.
     """
     sl_short, sl_long = table.slices()
-    short = class_sequences(table, dfa.byte_class, dfa.num_classes, sl=sl_short)
+    trie = table.trie()
     long_ = class_sequences(table, dfa.byte_class, dfa.num_classes, sl=sl_long)
     acc = dfa.accepting.astype(np.int64)
     # Masks of short tokens depend on the first SHORT_TOKEN bytes of the future only;
@@ -312,7 +362,7 @@ def align(
         if long_.token_ids.size
         else block_s
     )
-    flat_trans = _sink_table(dfa.trans)
+    flat_trans = sink_table(dfa.trans)
     eos = np.asarray(table.eos_ids, dtype=np.int64)
 
     def reps(part: NDArray[np.int64]) -> NDArray[np.int64]:
@@ -333,14 +383,18 @@ def align(
         block_s = slot_s[block_s]
     nblocks = rep.shape[0]
     chunk = 512
-    short_ok: list[NDArray[np.bool_]] = []
+    short_ok: list[NDArray[np.int64]] = []
+    node_class = dfa.byte_class.astype(np.int64)[trie.byte]
+    ctries: list[ClassTrie] = []
+    many_wide = int(np.count_nonzero(_wide(dfa, trie, rep_s))) >= MANY_WIDE if rep_s.size else False
     for i in range(0, rep_s.shape[0], chunk):
         if deadline is not None and time.monotonic() > deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
-        short_ok.extend(_allowed_many(dfa, short, rep_s[i : i + chunk], flat_trans))
+        short_ok.extend(_short_allowed(dfa, trie, rep_s[i : i + chunk], flat_trans, node_class, ctries, many_wide,
+                                                deadline))
         if progress is not None:
             progress(min(i + chunk, rep_s.shape[0]), rep_s.shape[0] + nblocks)
-    memo: dict[bytes, int] = {}
+    memo: dict[tuple[bytes | int, bytes], int] = {}
     block_mask = np.zeros(nblocks, dtype=np.int32)
     for i in range(0, nblocks, chunk):
         if deadline is not None and time.monotonic() > deadline:
@@ -352,11 +406,13 @@ def align(
             ok_l = np.zeros(long_.lengths.shape[0] + 1, dtype=np.bool_)
             ok_l[long_ok[j]] = True
             ok_l[-1] = bool(dfa.accepting[s])
-            key = np.packbits(ok_s).tobytes() + b"|" + np.packbits(ok_l).tobytes()
+            # narrow short masks are keyed by content (distinct blocks often agree), wide ones by block
+            key = (np.sort(ok_s).tobytes() if ok_s.shape[0] <= MEMO_BY_CONTENT else int(block_s[s]),
+                   np.packbits(ok_l).tobytes())
             m = memo.get(key)
             if m is None:
                 mask = np.zeros(table.vocab_size, dtype=np.bool_)
-                mask[short.token_ids[ok_s[short.token_seq]]] = True
+                mask[sl_short.ids[ok_s]] = True
                 mask[long_.token_ids[ok_l[long_.token_seq]]] = True
                 if ok_l[-1] and eos.size:
                     mask[eos] = True

@@ -55,7 +55,7 @@ class PdaMasks:
         self.inline_depth = inline_depth
 
 
-def _return_points(pda: Pda) -> list[list[int]]:
+def _return_points(pda: Pda, deadline: float | None = None) -> list[list[int]]:
     """Per state: where its rule(s) can return to, in any caller (context expansion).
 
     A state belongs to every rule whose start reaches it by bytes and call-return edges
@@ -63,21 +63,23 @@ def _return_points(pda: Pda) -> list[list[int]]:
     """
     n = pda.num_states
     returns: dict[int, set[int]] = {}
+    calls = [pda.calls(q) for q in range(n)]
     for q in range(n):
-        for rule, ret in pda.calls(q):
+        for rule, ret in calls[q]:
             returns.setdefault(rule, set()).add(ret)
     out: list[set[int]] = [set() for _ in range(n)]
-    trans = pda.dfa.trans
+    succs = [[t for t in row if t >= 0] + [ret for _, ret in calls[q]] for q, row in enumerate(pda.dfa.trans.tolist())]
     for rule, start in enumerate(pda.rule_start.tolist()):
         if start < 0 or rule not in returns:
             continue
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeLimitExceeded("compile time (s)", limit=0)
         seen = {start}
         work = [start]
         while work:
             q = work.pop()
             out[q] |= returns[rule]
-            succ = [t for t in trans[q].tolist() if t >= 0] + [ret for _, ret in pda.calls(q)]
-            for t in succ:
+            for t in succs[q]:
                 if t not in seen:
                     seen.add(t)
                     work.append(t)
@@ -100,7 +102,7 @@ def _local_automata(pda: Pda, k: int, deadline: float | None,
     accepting = pda.dfa.accepting.tolist()
     calls = [pda.calls(q) for q in range(pda.num_states)]
     starts = pda.rule_start.tolist()
-    returns = _return_points(pda)
+    returns = _return_points(pda, deadline)
     nclasses = pda.dfa.num_classes
 
     def closure(configs: set[Local], first: bool, inner: bool) -> tuple[frozenset[Local], set[Local], bool]:
@@ -174,13 +176,24 @@ def _local_automata(pda: Pda, k: int, deadline: float | None,
                 classes.update(live_classes[q])
             for _, q in outer:
                 classes.update(live_classes[q])
+        # Classes that move every configuration alike share one closure: group them by
+        # their column of successors (groups in order of their first class, so states are
+        # interned in class order).
+        cfgs = list(inner) + list(outer)
+        ni = len(inner)
+        cols = list(zip(*[trans[q] for _, q in cfgs])) if cfgs else [()] * nclasses
+        groups: dict[tuple[int, ...], list[int]] = {}
         for cl in sorted(classes):
-            si = {(rs, trans[q][cl]) for rs, q in inner if trans[q][cl] >= 0}
-            so = {(rs, trans[q][cl]) for rs, q in outer if trans[q][cl] >= 0}
+            groups.setdefault(cols[cl], []).append(cl)
+        for sig, members in groups.items():
+            si = {(cfgs[x][0], t) for x, t in enumerate(sig[:ni]) if t >= 0}
+            so = {(cfgs[ni + x][0], t) for x, t in enumerate(sig[ni:]) if t >= 0}
             a, b, e = close_both(si, so, False)
             e = e or esc
             if a or b or e:
-                row[cl] = intern((a, b, e))
+                j = intern((a, b, e))
+                for cl in members:
+                    row[cl] = j
         rows.append(row)
         i += 1
     any_t = np.asarray(rows, dtype=np.int32).reshape(len(rows), nclasses)
@@ -239,6 +252,7 @@ def align_pda(
     d_flat, seed_flat = flat_built[0], flat_built[2]
     no_eos = TokenTable(table.flat, table.offsets, table.walkable, (), table.vocab_size)
     no_eos.__dict__["_slices"] = table.slices()
+    no_eos.__dict__["_trie"] = table.trie()
     masks: list[NDArray[np.bool_]] = []
 
     def collect(mask: NDArray[np.bool_]) -> int:

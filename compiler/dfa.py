@@ -117,28 +117,39 @@ def determinize_rules(
     return _subsets(nfa, nfa.starts, set(nfa.finals), len(nfa.starts), max_states, deadline)
 
 
+Subset = frozenset[int]
+
+
+def _disjoint(spans: list[tuple[int, int, Subset]]) -> list[tuple[int, int, Subset]]:
+    """Class spans ``(lo, hi, targets)`` -> disjoint spans in class order, targets united where they overlap."""
+    cuts = sorted({lo for lo, _, _ in spans} | {hi for _, hi, _ in spans})
+    at = {p: k for k, p in enumerate(cuts)}
+    acc: list[list[Subset]] = [[] for _ in range(len(cuts) - 1)]
+    for lo, hi, ts in spans:
+        for k in range(at[lo], at[hi]):
+            acc[k].append(ts)
+    return [(cuts[k], cuts[k + 1], parts[0] if len(parts) == 1 else frozenset().union(*parts))
+            for k, parts in enumerate(acc) if parts]
+
+
 def _subsets(
     nfa: Nfa, seeds: list[int], finals: set[int], num_calls: int, max_states: int, deadline: float | None
 ) -> tuple[NDArray[np.int32], NDArray[np.uint8], NDArray[np.bool_], list[int]]:
+    """Subset construction over spans of byte classes.
+
+    Subsets hold only "useful" NFA states (with a move, or final). Each move is stored as a
+    span of classes with its target already epsilon-closed, so a DFA row is the union of
+    its members' spans, cut where they overlap, and a span of classes with one target is
+    interned once. DFA states are numbered in discovery order, classes visited in order.
+    """
     byte_class, class_lo = _interval_classes(nfa)
     num_bytes = len(class_lo)
     num_classes = num_bytes + num_calls
-    # Per NFA state: list of (class, target), expanding each range into its classes.
-    moves: list[list[tuple[int, int]]] = []
-    for edges in nfa.edges:
-        mv: list[tuple[int, int]] = []
-        for lo, hi, tgt in edges:
-            if lo >= CALL_BASE:
-                mv.append((num_bytes + lo - CALL_BASE, tgt))
-                continue
-            for c in range(int(byte_class[lo]), int(byte_class[hi]) + 1):
-                mv.append((c, tgt))
-        moves.append(mv)
+    useful = [bool(edges) or i in finals for i, edges in enumerate(nfa.edges)]
+    eps = nfa.eps
+    single: list[Subset | None] = [None] * nfa.size
 
-    useful = [bool(mv) or i in finals for i, mv in enumerate(moves)]
-    single: list[frozenset[int] | None] = [None] * nfa.size
-
-    def closure_of(s0: int) -> frozenset[int]:
+    def closure_of(s0: int) -> Subset:
         """Useful states epsilon-reachable from one NFA state (memoized)."""
         got = single[s0]
         if got is None:
@@ -146,7 +157,7 @@ def _subsets(
             seen = {s0}
             while stack:
                 s = stack.pop()
-                for t in nfa.eps[s]:
+                for t in eps[s]:
                     if t not in seen:
                         seen.add(t)
                         stack.append(t)
@@ -154,27 +165,31 @@ def _subsets(
             single[s0] = got
         return got
 
-    memo: dict[frozenset[int], frozenset[int]] = {}
+    # Per useful NFA state: (first class, past-the-last class, closed targets).
+    moves: dict[int, list[tuple[int, int, Subset]]] = {}
+    bc = byte_class.tolist()
 
-    def closure(states: frozenset[int] | set[int]) -> frozenset[int]:
-        key = frozenset(states)
-        got = memo.get(key)
+    def moves_of(s: int) -> list[tuple[int, int, Subset]]:
+        got = moves.get(s)
         if got is None:
-            if len(key) == 1:
-                got = closure_of(next(iter(key)))
-            else:
-                acc: set[int] = set()
-                for x in key:
-                    acc |= closure_of(x)
-                got = frozenset(acc)
-            memo[key] = got
+            got = []
+            for lo, hi, tgt in nfa.edges[s]:
+                ts = closure_of(tgt)
+                if not ts:
+                    continue
+                if lo >= CALL_BASE:
+                    c = num_bytes + lo - CALL_BASE
+                    got.append((c, c + 1, ts))
+                else:
+                    got.append((bc[lo], bc[hi] + 1, ts))
+            moves[s] = got
         return got
 
-    index: dict[frozenset[int], int] = {}
-    order: list[frozenset[int]] = []
+    index: dict[Subset, int] = {}
+    order: list[Subset] = []
     starts: list[int] = []
     for seed in seeds:
-        first = closure({seed})
+        first = closure_of(seed)
         if first not in index:
             index[first] = len(order)
             order.append(first)
@@ -187,13 +202,13 @@ def _subsets(
             raise TimeLimitExceeded("compile time (s)", limit=0)
         cur = order[i]
         accepting.append(not finals.isdisjoint(cur))
-        targets: dict[int, set[int]] = {}
-        for s in cur:
-            for c, t in moves[s]:
-                targets.setdefault(c, set()).add(t)
+        spans: list[tuple[int, int, Subset]] = []
+        for x in cur:
+            spans.extend(moves_of(x))
+        if len(spans) > 1:
+            spans = _disjoint(spans)
         row = [DEAD] * num_classes
-        for c, tset in targets.items():
-            nxt = closure(tset)
+        for lo, hi, nxt in spans:
             j = index.get(nxt)
             if j is None:
                 j = len(order)
@@ -201,45 +216,87 @@ def _subsets(
                     raise StateLimitExceeded("DFA states", limit=max_states)
                 index[nxt] = j
                 order.append(nxt)
-            row[c] = j
+            row[lo:hi] = [j] * (hi - lo)
         rows.append(row)
         i += 1
     trans = np.asarray(rows, dtype=np.int32).reshape(len(rows), num_classes)
     return trans, byte_class, np.asarray(accepting, dtype=np.bool_), starts
 
 
+SMALL_TABLE = 16_384  # transition tables up to this size are searched in plain Python
+
+
 def coreachable(trans: NDArray[np.int32], accepting: NDArray[np.bool_]) -> NDArray[np.bool_]:
     """States from which some accepting state is reachable (backward search)."""
     n = trans.shape[0]
+    if trans.size <= SMALL_TABLE:
+        preds: list[list[int]] = [[] for _ in range(n)]
+        for s, row in enumerate(trans.tolist()):
+            for t in row:
+                if t >= 0:
+                    preds[t].append(s)
+        seen = accepting.tolist()
+        stack = [i for i, a in enumerate(seen) if a]
+        while stack:
+            for s in preds[stack.pop()]:
+                if not seen[s]:
+                    seen[s] = True
+                    stack.append(s)
+        return np.asarray(seen, dtype=np.bool_).reshape(n)
     src, cls = np.nonzero(trans >= 0)
     dst = trans[src, cls]
     order = np.argsort(dst, kind="stable")
     src_sorted = src[order]
     starts = np.searchsorted(dst[order], np.arange(n + 1))
     live = accepting.copy()
-    stack: list[int] = np.flatnonzero(accepting).tolist()
-    while stack:
-        t = stack.pop()
-        for s in src_sorted[starts[t] : starts[t + 1]]:
-            if not live[s]:
-                live[s] = True
-                stack.append(int(s))
+    frontier = np.flatnonzero(accepting)
+    while frontier.size:
+        lo, hi = starts[frontier], starts[frontier + 1]
+        cnt = hi - lo
+        total = int(cnt.sum())
+        if not total:
+            break
+        pred = src_sorted[np.repeat(lo - (np.cumsum(cnt) - cnt), cnt) + np.arange(total)]
+        frontier = _first_seen(pred[~live[pred]], n)
+        live[frontier] = True
     return live
 
 
 def reachable(trans: NDArray[np.int32]) -> NDArray[np.bool_]:
     """States reachable from the start state 0."""
     n = trans.shape[0]
+    if trans.size <= SMALL_TABLE:
+        rows = trans.tolist()
+        got = [False] * n
+        got[0] = True
+        stack = [0]
+        while stack:
+            for t in rows[stack.pop()]:
+                if t >= 0 and not got[t]:
+                    got[t] = True
+                    stack.append(t)
+        return np.asarray(got, dtype=np.bool_)
     seen = np.zeros(n, dtype=np.bool_)
     seen[0] = True
     frontier = np.array([0])
     while frontier.size:
-        nxt = np.unique(trans[frontier].ravel())
+        nxt = trans[frontier].ravel()
         nxt = nxt[nxt >= 0]
-        nxt = nxt[~seen[nxt]]
-        seen[nxt] = True
-        frontier = nxt
+        frontier = _first_seen(nxt[~seen[nxt]], n)
+        seen[frontier] = True
     return seen
+
+
+def _first_seen(ids: NDArray[np.int64] | NDArray[np.int32], n: int) -> NDArray[np.int64]:
+    """``ids`` (each in ``[0, n)``) without repeats (in no particular order)."""
+    if ids.shape[0] * 16 < n:
+        small: NDArray[np.int64] = np.unique(ids).astype(np.int64)
+        return small
+    pos = np.arange(ids.shape[0], dtype=np.int64)
+    stamp = np.empty(n, dtype=np.int64)
+    stamp[ids[::-1]] = pos[::-1]
+    out: NDArray[np.int64] = ids[stamp[ids] == pos].astype(np.int64)
+    return out
 
 
 def prune(dfa: Dfa) -> Dfa:

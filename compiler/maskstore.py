@@ -36,10 +36,13 @@ def unpack_bool(row: NDArray[np.generic], vocab_size: int) -> NDArray[np.bool_]:
 def pack_bool(mask: NDArray[np.bool_]) -> NDArray[np.int32]:
     """Boolean mask -> int32 bitmask row (bit ``i % 32`` of word ``i // 32`` = token ``i``)."""
     words = bitmask_words(mask.shape[0])
-    padded = np.zeros(words * 32, dtype=np.bool_)
-    padded[: mask.shape[0]] = mask
-    packed = np.packbits(padded, bitorder="little")
-    return packed.view("<i4").astype(np.int32)
+    if mask.shape[0] == words * 32:
+        packed = np.packbits(mask, bitorder="little")
+    else:
+        padded = np.zeros(words * 32, dtype=np.bool_)
+        padded[: mask.shape[0]] = mask
+        packed = np.packbits(padded, bitorder="little")
+    return packed.view("<i4").astype(np.int32, copy=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +124,11 @@ class MaskStoreBuilder:
         self._index: dict[bytes, int] = {}
         self._kinds: list[int] = []
         self._data: list[NDArray[np.int32]] = []
-        self._recent: list[tuple[int, NDArray[np.uint64]]] = []  # (mask id, packed row)
         self._depth: list[int] = []
+        # The last DELTA_WINDOW masks (delta bases): packed rows in a ring, oldest at _next.
+        self._ring = np.zeros((DELTA_WINDOW, (bitmask_words(vocab_size) + 1) // 2), dtype=np.uint64)
+        self._ring_id = [-1] * DELTA_WINDOW
+        self._next = 0
 
     def add(self, mask: NDArray[np.bool_]) -> int:
         if mask.shape != (self.vocab_size,):
@@ -132,47 +138,39 @@ class MaskStoreBuilder:
         m = self._index.get(key)
         if m is not None:
             return m
-        allowed = np.flatnonzero(mask)
         words = row.shape[0]
-        n_allow, n_reject = allowed.shape[0], self.vocab_size - allowed.shape[0]
+        n_allow = int(np.count_nonzero(mask))
+        n_reject = self.vocab_size - n_allow
         if n_allow <= min(n_reject, words):
-            kind, data = KIND_ALLOW, allowed.astype(np.int32)
+            kind, data = KIND_ALLOW, np.flatnonzero(mask).astype(np.int32)
         elif n_reject <= words:
             kind, data = KIND_REJECT, np.flatnonzero(~mask).astype(np.int32)
         else:
             kind, data = KIND_DENSE, row
         depth = 0
         # Delta form: masks of neighbouring states (counted runs) differ in a few tokens.
-        wide = np.zeros((words + 1) // 2 * 2, dtype=np.int32)
+        wide = np.zeros(self._ring.shape[1] * 2, dtype=np.int32)
         wide[:words] = row
         as64 = wide.view(np.uint64)
-        best: tuple[int, int] | None = None
-        for base, brow in self._recent:
-            if self._depth[base] >= MAX_DELTA_DEPTH:
-                continue
-            diff = int(np.bitwise_count(as64 ^ brow).sum())
-            if best is None or diff < best[1]:
-                best = (base, diff)
-        if best is not None and best[1] + 1 < data.shape[0]:
-            base = best[0]
-            flips = np.flatnonzero(unpack_bool(self._recent_row(base), self.vocab_size) != mask).astype(np.int32)
-            kind, data = KIND_DELTA, np.concatenate([np.array([base], dtype=np.int32), flips])
-            depth = self._depth[base] + 1
+        slots = [(self._next + i) % DELTA_WINDOW for i in range(DELTA_WINDOW)]  # oldest first
+        slots = [sl for sl in slots if self._ring_id[sl] >= 0 and self._depth[self._ring_id[sl]] < MAX_DELTA_DEPTH]
+        if slots:
+            diffs = np.bitwise_count(self._ring ^ as64[None, :]).sum(axis=1, dtype=np.int64)[slots]
+            j = int(np.argmin(diffs))  # the oldest of the closest
+            if int(diffs[j]) + 1 < data.shape[0]:
+                base = self._ring_id[slots[j]]
+                flips = np.flatnonzero(unpack_bool(self._ring[slots[j]], self.vocab_size) != mask).astype(np.int32)
+                kind, data = KIND_DELTA, np.concatenate([np.array([base], dtype=np.int32), flips])
+                depth = self._depth[base] + 1
         m = len(self._kinds)
         self._index[key] = m
         self._kinds.append(kind)
         self._data.append(data)
         self._depth.append(depth)
-        self._recent.append((m, as64))
-        if len(self._recent) > DELTA_WINDOW:
-            self._recent.pop(0)
+        self._ring[self._next] = as64
+        self._ring_id[self._next] = m
+        self._next = (self._next + 1) % DELTA_WINDOW
         return m
-
-    def _recent_row(self, m: int) -> NDArray[np.uint64]:
-        for base, brow in self._recent:
-            if base == m:
-                return brow
-        raise KeyError(m)
 
     def build(self) -> MaskStore:
         offsets = np.zeros(len(self._data) + 1, dtype=np.int64)

@@ -12,7 +12,7 @@ import time
 import numpy as np
 from numpy.typing import NDArray
 
-from maskc.compiler.dfa import DEAD, Dfa
+from maskc.compiler.dfa import DEAD, SMALL_TABLE, Dfa
 from maskc.compiler.errors import TimeLimitExceeded
 
 __all__ = ["minimize", "refine", "canonical"]
@@ -116,17 +116,42 @@ def refine(
 def canonical(dfa: Dfa) -> Dfa:
     """Renumber states in BFS order from the start, visiting classes in order."""
     n = dfa.num_states
-    order = [0]
     new_id = np.full(n, DEAD, dtype=np.int32)
     new_id[0] = 0
-    i = 0
-    while i < len(order):
-        for t in dfa.trans[order[i]].tolist():
-            if t >= 0 and new_id[t] < 0:
-                new_id[t] = len(order)
-                order.append(t)
-        i += 1
-    old = np.asarray(order, dtype=np.int64)
+    if dfa.trans.size <= SMALL_TABLE:
+        ids = new_id.tolist()
+        order = [0]
+        rows = dfa.trans.tolist()
+        i = 0
+        while i < len(order):
+            for t in rows[order[i]]:
+                if t >= 0 and ids[t] < 0:
+                    ids[t] = len(order)
+                    order.append(t)
+            i += 1
+        return _renumber(dfa, np.asarray(order, dtype=np.int64), np.asarray(ids, dtype=np.int32))
+    parts = [np.zeros(1, dtype=np.int64)]
+    count = 1
+    frontier = parts[0]
+    # Level by level: a level's discoveries, in row-major order of its rows, are exactly
+    # the order in which a queue would number them.
+    while frontier.size:
+        succ = dfa.trans[frontier].ravel()
+        succ = succ[succ >= 0]
+        succ = succ[new_id[succ] < 0]
+        if not succ.size:
+            break
+        _, first = np.unique(succ, return_index=True)
+        fresh = succ[np.sort(first)].astype(np.int64)
+        new_id[fresh] = np.arange(count, count + fresh.shape[0], dtype=np.int32)
+        count += fresh.shape[0]
+        parts.append(fresh)
+        frontier = fresh
+    return _renumber(dfa, np.concatenate(parts), new_id)
+
+
+def _renumber(dfa: Dfa, old: NDArray[np.int64], new_id: NDArray[np.int32]) -> Dfa:
+    """The states ``old`` (in their new order) with targets mapped through ``new_id``."""
     t = dfa.trans[old]
     t = np.where(t >= 0, new_id[np.where(t >= 0, t, 0)], DEAD).astype(np.int32)
     return Dfa(t, dfa.byte_class.copy(), dfa.accepting[old].copy())

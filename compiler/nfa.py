@@ -15,7 +15,7 @@ import time
 
 from maskc.compiler.errors import StateLimitExceeded, TimeLimitExceeded
 from maskc.compiler.errors import GrammarError
-from maskc.compiler.ir import Alt, ByteSet, Fields, Node, Product, Repeat, RuleRef, Seq
+from maskc.compiler.ir import Alt, Automaton, ByteSet, Fields, Node, Product, Repeat, RuleRef, Seq
 
 __all__ = ["Nfa", "lower", "lower_rules", "CALL_BASE"]
 
@@ -91,6 +91,14 @@ def _build(nfa: Nfa, node: Node, start: int, end: int) -> None:
         _build_fields(nfa, node, start, end)
     elif isinstance(node, Product):
         _build_product(nfa, node, start, end)
+    elif isinstance(node, Automaton):
+        # A fresh entry state: the automaton may loop back to its start.
+        ids = [nfa.new() for _ in node.edges]
+        nfa.eps[start].append(ids[0])
+        for s, out in enumerate(node.edges):
+            nfa.edges[ids[s]].extend((lo, hi, ids[t]) for lo, hi, t in out)
+            if s in node.accepting:
+                nfa.eps[ids[s]].append(end)
     elif isinstance(node, RuleRef):
         idx = nfa.rule_index.get(node.name)
         if idx is None:
@@ -102,6 +110,9 @@ def _build(nfa: Nfa, node: Node, start: int, end: int) -> None:
 
 
 def _build_fields(nfa: Nfa, node: Fields, start: int, end: int) -> None:
+    if node.min_count > 0 or node.max_count is not None:
+        _build_counted_fields(nfa, node, start, end)
+        return
     # Two chains: a_i = nothing emitted before item i, b_i = something emitted.
     # Each item is built once, entered from a_i through `first` or from b_i through `sep`.
     n = len(node.items)
@@ -130,6 +141,70 @@ def _build_fields(nfa: Nfa, node: Fields, start: int, end: int) -> None:
         _build(nfa, node.close_empty, a[n], end)
 
 
+def _build_counted_fields(nfa: Nfa, node: Fields, start: int, end: int) -> None:
+    # Items: states (i, c) before item i with c items emitted. Rest: states (c, need) with
+    # c members emitted and need = 1 while the minimum still waits for its one rest member
+    # (see Fields). Counts saturate at min_count when there is no maximum (every count past
+    # the minimum behaves alike) and stop at max_count otherwise. A member is lowered once
+    # per state it can be emitted from.
+    n = len(node.items)
+    lo, hi = node.min_count, node.max_count
+    top = lo if hi is None else hi
+
+    def bump(c: int) -> int | None:
+        if c < top:
+            return c + 1
+        return c if hi is None else None
+
+    items: dict[tuple[int, int], int] = {(0, 0): start}
+    rest: dict[tuple[int, int], int] = {}
+
+    def state(table: dict[tuple[int, int], int], key: tuple[int, int]) -> int:
+        got = table.get(key)
+        if got is None:
+            got = table[key] = nfa.new()
+        return got
+
+    def member(body: Node, src: int, c: int, dst: int) -> None:
+        entry, exit_ = nfa.new(), nfa.new()
+        _build(nfa, node.first if c == 0 else node.sep, src, entry)
+        _build(nfa, body, entry, exit_)
+        nfa.eps[exit_].append(dst)
+
+    for i, (item, required) in enumerate(node.items):
+        for c in range(min(i, top) + 1):
+            here = items.get((i, c))
+            if here is None:
+                continue
+            nxt = bump(c)
+            if nxt is not None:
+                member(item, here, c, state(items, (i + 1, nxt)))
+            if not required:
+                nfa.eps[here].append(state(items, (i + 1, c)))
+    for c in range(top + 1):
+        here = items.get((n, c))
+        if here is None:
+            continue
+        if c >= lo:
+            nfa.eps[here].append(state(rest, (c, 0)))
+        elif c == lo - 1 and node.rest is not None:
+            nfa.eps[here].append(state(rest, (c, 1)))
+    if node.rest is not None:
+        for c in range(top + 1):
+            for need in (1, 0):
+                here = rest.get((c, need))
+                nxt = bump(c)
+                if here is not None and nxt is not None:
+                    member(node.rest, here, c, state(rest, (nxt, 0)))
+    for (c, need), here in rest.items():
+        if need:
+            continue
+        if c > 0:
+            _build(nfa, node.close_nonempty, here, end)
+        elif node.close_empty is not None:
+            _build(nfa, node.close_empty, here, end)
+
+
 def _class_runs(byte_class: list[int], num_classes: int) -> list[list[tuple[int, int]]]:
     runs: list[list[tuple[int, int]]] = [[] for _ in range(num_classes)]
     b = 0
@@ -145,14 +220,14 @@ def _class_runs(byte_class: list[int], num_classes: int) -> list[list[tuple[int,
 
 def _build_product(nfa: Nfa, node: Product, start: int, end: int) -> None:
     # Local import: dfa.py depends on this module for the Nfa type.
-    from maskc.compiler.dfa import determinize
+    from maskc.compiler.product import operand_dfa
 
     limit = max(1, nfa.max_states - nfa.size)
     dl = nfa.deadline
     if _has_ref(node.a) or _has_ref(node.b):
         raise GrammarError("an intersection or difference of languages cannot involve a recursive rule")
-    da = determinize(lower(node.a, max_states=limit, deadline=dl), max_states=limit, deadline=dl)
-    db = determinize(lower(node.b, max_states=limit, deadline=dl), max_states=limit, deadline=dl)
+    da = operand_dfa(node.a, max_states=limit, deadline=dl)
+    db = operand_dfa(node.b, max_states=limit, deadline=dl)
     ca, cb = da.byte_class.tolist(), db.byte_class.tolist()
     pair_class: dict[tuple[int, int], int] = {}
     byte_class = [pair_class.setdefault((ca[b], cb[b]), len(pair_class)) for b in range(256)]

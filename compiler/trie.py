@@ -1,0 +1,250 @@
+"""A byte trie of tokens, numbered level by level, and DFA walks over it as numpy arrays.
+
+Built once per tokenizer (for the short tokens, which are almost all of a vocabulary), it
+replaces a per-schema deduplication of token byte-class sequences: a walk of a DFA state
+over the trie visits each distinct token prefix once. Nodes of depth ``d`` are the
+contiguous range ``level[d - 1]:level[d]``, in lexicographic order of their prefixes, so a
+node's children are contiguous too (``child_start``) and a parent always precedes its
+children.
+
+Two walks, both exact (a token is allowed iff every one of its bytes has a transition):
+
+* :func:`walk_dense` steps every node of the trie for a few states at once, level by level,
+  one gather per level: the right tool for wide states (string interiors), where most
+  tokens survive;
+* :func:`walk_sparse` follows only the live (state, node) pairs of many states at once,
+  expanding children level by level: the right tool for narrow states (inside literal
+  keys), where a handful of tokens survive the first byte.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["TokenTrie", "ClassTrie", "build_trie", "byte_class_trie", "class_trie", "walk_dense", "walk_sparse", "walk_loops",
+           "loop_region", "sink_table"]
+
+
+@dataclass(frozen=True, slots=True)
+class TokenTrie:
+    """The trie of a selection of tokens (``num_tokens`` of them, in selection order)."""
+
+    byte: NDArray[np.uint8]  # [nodes] the byte on the edge into each node
+    parent: NDArray[np.int64]  # [nodes] parent node; -1 under the root (depth 1)
+    level: NDArray[np.int64]  # [depth + 1] nodes of depth d: level[d - 1]:level[d]
+    child_start: NDArray[np.int64]  # [nodes + 1] children of n: child_start[n]:child_start[n + 1]
+    end: NDArray[np.int64]  # [tokens] node where each token ends
+    tok_order: NDArray[np.int64]  # token indices sorted by end node
+    tok_start: NDArray[np.int64]  # [nodes + 1] tokens ending at n: tok_order[tok_start[n]:tok_start[n + 1]]
+    first_count: NDArray[np.int64]  # [256] tokens per first byte
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.byte.shape[0])
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self.end.shape[0])
+
+
+def build_trie(starts: NDArray[np.int64], lens: NDArray[np.int64], flat: NDArray[np.uint8]) -> TokenTrie:
+    """The trie of the tokens ``flat[starts[i] : starts[i] + lens[i]]`` (all non-empty)."""
+    n = int(lens.shape[0])
+    depth = int(lens.max()) if n else 0
+    if n and int(lens.min()) < 1:
+        raise ValueError("trie tokens must be non-empty")
+    mat = np.zeros((n, max(depth, 1)), dtype=np.uint8)
+    for d in range(depth):
+        has = lens > d
+        mat[has, d] = flat[starts[has] + d]
+    # Lexicographic order of the padded rows: tokens sharing a prefix are contiguous.
+    order = np.lexsort(mat.T[::-1]) if n else np.zeros(0, dtype=np.int64)
+    node_at = np.full(n, -1, dtype=np.int64)
+    bytes_: list[NDArray[np.uint8]] = []
+    parents: list[NDArray[np.int64]] = []
+    level = [0]
+    for d in range(depth):
+        idx = order[lens[order] > d]
+        col = mat[idx, d]
+        par = node_at[idx]
+        new = np.ones(idx.shape[0], dtype=np.bool_)
+        new[1:] = (par[1:] != par[:-1]) | (col[1:] != col[:-1])
+        node_at[idx] = level[-1] + np.cumsum(new) - 1
+        bytes_.append(col[new])
+        parents.append(par[new])
+        level.append(level[-1] + int(new.sum()))
+    byte = np.concatenate(bytes_) if bytes_ else np.zeros(0, dtype=np.uint8)
+    parent = np.concatenate(parents) if parents else np.zeros(0, dtype=np.int64)
+    nodes = byte.shape[0]
+    child_start = np.searchsorted(parent, np.arange(nodes + 1, dtype=np.int64)).astype(np.int64)
+    tok_order = np.argsort(node_at, kind="stable")
+    tok_start = np.searchsorted(node_at[tok_order], np.arange(nodes + 1, dtype=np.int64)).astype(np.int64)
+    first_count = np.bincount(mat[:, 0], minlength=256).astype(np.int64) if n else np.zeros(256, dtype=np.int64)
+    return TokenTrie(byte, parent, np.asarray(level, dtype=np.int64), child_start, node_at, tok_order.astype(np.int64),
+                     tok_start, first_count)
+
+
+def sink_table(trans: NDArray[np.int32]) -> NDArray[np.int64]:
+    """``trans`` flattened with one extra absorbing row (the dead state ``n``) appended."""
+    n, c = trans.shape
+    t = np.empty((n + 1, c), dtype=np.int64)
+    t[:n] = np.where(trans >= 0, trans, n)
+    t[n] = n
+    return t.ravel()
+
+
+@dataclass(frozen=True, slots=True)
+class ClassTrie:
+    """A trie labelled by byte classes, ready to walk one DFA's classes.
+
+    Either the byte trie with each node's class (:func:`byte_class_trie`), or the byte trie
+    merged by class (:func:`class_trie`): nodes with the same parent and the same class
+    are one, so each distinct class-sequence prefix is visited once.
+    """
+
+    parent: NDArray[np.int64]  # [nodes] parent node; -1 under the root
+    klass: NDArray[np.int64]  # [nodes] class on the edge into each node
+    level: NDArray[np.int64]  # [depth + 1]
+    child_start: NDArray[np.int64]  # [nodes + 1]
+    end: NDArray[np.int64]  # [tokens] node where each token ends
+    tok_order: NDArray[np.int64]  # token indices sorted by end node
+    tok_start: NDArray[np.int64]  # [nodes + 1]
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.klass.shape[0])
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self.end.shape[0])
+
+
+def byte_class_trie(trie: TokenTrie, node_class: NDArray[np.int64]) -> ClassTrie:
+    """The byte trie labelled with each node's class (no merging)."""
+    return ClassTrie(trie.parent, node_class, trie.level, trie.child_start, trie.end, trie.tok_order, trie.tok_start)
+
+
+def class_trie(trie: TokenTrie, node_class: NDArray[np.int64], num_classes: int) -> ClassTrie:
+    """Merge the nodes of ``trie`` whose class sequences from the root are equal."""
+    of_node = np.empty(trie.num_nodes, dtype=np.int64)
+    parents: list[NDArray[np.int64]] = []
+    classes: list[NDArray[np.int64]] = []
+    level = [0]
+    lv = trie.level.tolist()
+    for d in range(len(lv) - 1):
+        lo, hi = lv[d], lv[d + 1]
+        pc = np.full(hi - lo, -1, dtype=np.int64) if d == 0 else of_node[trie.parent[lo:hi]]
+        key = (pc + 1) * num_classes + node_class[lo:hi]
+        uniq, inv = np.unique(key, return_inverse=True)
+        of_node[lo:hi] = level[-1] + np.asarray(inv, dtype=np.int64).reshape(-1)
+        parents.append(uniq // num_classes - 1)
+        classes.append(uniq % num_classes)
+        level.append(level[-1] + int(uniq.shape[0]))
+    empty = np.zeros(0, dtype=np.int64)
+    parent = np.concatenate(parents) if parents else empty
+    nodes = parent.shape[0]
+    end = of_node[trie.end]
+    tok_order = np.argsort(end, kind="stable").astype(np.int64)
+    return ClassTrie(parent, np.concatenate(classes) if classes else empty, np.asarray(level, dtype=np.int64),
+                     np.searchsorted(parent, np.arange(nodes + 1, dtype=np.int64)).astype(np.int64), end, tok_order,
+                     np.searchsorted(end[tok_order], np.arange(nodes + 1, dtype=np.int64)).astype(np.int64))
+
+
+def walk_dense(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int, dead: int,
+               states: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """``[len(states), tokens]``: whether each token is allowed from each state (every node walked)."""
+    k = int(states.shape[0])
+    nodes = int(trie.level[-1])
+    # int32 arithmetic (half the memory traffic) whenever the flat indices fit
+    dt: type[np.signedinteger[Any]] = np.int32 if (dead + 1) * num_classes < 2**31 else np.int64
+    ft: NDArray[Any] = flat_trans.astype(dt, copy=False)
+    klass: NDArray[Any] = trie.klass.astype(dt)
+    st: NDArray[Any] = np.empty((k, nodes), dtype=dt)
+    width = dt(num_classes)
+    lv = trie.level.tolist()
+    for d in range(len(lv) - 1):
+        lo, hi = lv[d], lv[d + 1]
+        prev: NDArray[Any] = states.astype(dt)[:, None] if d == 0 else st[:, trie.parent[lo:hi]]
+        st[:, lo:hi] = ft[prev * width + klass[None, lo:hi]]
+    out: NDArray[np.bool_] = st[:, trie.end] != dead
+    return out
+
+
+def walk_sparse(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int, dead: int,
+                states: NDArray[np.int64]) -> list[NDArray[np.int64]]:
+    """Per state of ``states``: the sorted indices of the allowed tokens (live pairs only)."""
+    lo, hi = int(trie.level[0]), int(trie.level[1]) if trie.level.shape[0] > 1 else 0
+    first = flat_trans[states[:, None] * num_classes + trie.klass[None, lo:hi]]
+    owner, col = np.nonzero(first != dead)
+    return _expand(trie, flat_trans, num_classes, dead, owner.astype(np.int64), col.astype(np.int64) + lo,
+                   first[owner, col], int(states.shape[0]))
+
+
+def loop_region(trie: ClassTrie, loops: NDArray[np.bool_]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The nodes a walk reaches on the classes ``loops`` alone (the "stay" region): the
+    first nodes past it (the "boundary"), and the tokens that end inside it."""
+    stay = np.empty(trie.num_nodes, dtype=np.bool_)
+    in_loop = loops[trie.klass]
+    lv = trie.level.tolist()
+    for d in range(len(lv) - 1):
+        lo, hi = lv[d], lv[d + 1]
+        stay[lo:hi] = in_loop[lo:hi] if d == 0 else in_loop[lo:hi] & stay[trie.parent[lo:hi]]
+    under = np.ones(trie.num_nodes, dtype=np.bool_)  # the parent is the root or stays
+    has_parent = trie.parent >= 0
+    under[has_parent] = stay[trie.parent[has_parent]]
+    return np.flatnonzero(under & ~in_loop), np.flatnonzero(stay[trie.end])
+
+
+def walk_loops(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int, dead: int,
+               states: NDArray[np.int64], region: tuple[NDArray[np.int64], NDArray[np.int64]]) -> list[NDArray[np.int64]]:
+    """As :func:`walk_sparse` (tokens in no particular order), for states that all loop to
+    themselves on the classes of ``region`` (:func:`loop_region`).
+
+    Inside the region each walk stays in its own state, so its tokens are allowed; a walk
+    leaves the region once, at a boundary node, and only from there on is it followed.
+    """
+    boundary, stay_tokens = region
+    nxt = flat_trans[states[:, None] * num_classes + trie.klass[None, boundary]]
+    owner, col = np.nonzero(nxt != dead)
+    moved = _expand(trie, flat_trans, num_classes, dead, owner.astype(np.int64), boundary[col], nxt[owner, col],
+                    int(states.shape[0]))
+    return [np.concatenate([stay_tokens, got]) for got in moved]
+
+
+def _expand(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int, dead: int, owner: NDArray[np.int64],
+            node: NDArray[np.int64], state: NDArray[np.int64], k: int) -> list[NDArray[np.int64]]:
+    """Follow live (owner, node, state) triples down the trie: per owner, the sorted tokens reached alive."""
+    got_o: list[NDArray[np.int64]] = []
+    got_n: list[NDArray[np.int64]] = []
+    cs = trie.child_start
+    while node.size:
+        got_o.append(owner)
+        got_n.append(node)
+        c0 = cs[node]
+        cnt = cs[node + 1] - c0
+        total = int(cnt.sum())
+        if not total:
+            break
+        keep = cnt > 0
+        owner, state, c0, cnt = owner[keep], state[keep], c0[keep], cnt[keep]
+        child = np.repeat(c0 - (np.cumsum(cnt) - cnt), cnt) + np.arange(total, dtype=np.int64)
+        nxt = flat_trans[np.repeat(state, cnt) * num_classes + trie.klass[child]]
+        alive = nxt != dead
+        owner, node, state = np.repeat(owner, cnt)[alive], child[alive], nxt[alive]
+    if not got_o:
+        return [np.zeros(0, dtype=np.int64) for _ in range(k)]
+    owner = np.concatenate(got_o)
+    node = np.concatenate(got_n)
+    t0 = trie.tok_start[node]
+    cnt = trie.tok_start[node + 1] - t0
+    total = int(cnt.sum())
+    tok = trie.tok_order[np.repeat(t0 - (np.cumsum(cnt) - cnt), cnt) + np.arange(total, dtype=np.int64)]
+    owner = np.repeat(owner, cnt)
+    key = np.sort(owner * trie.num_tokens + tok)
+    bounds = np.searchsorted(key, np.arange(k + 1, dtype=np.int64) * trie.num_tokens)
+    toks = key - np.repeat(np.arange(k, dtype=np.int64) * trie.num_tokens, np.diff(bounds))
+    return [toks[bounds[j] : bounds[j + 1]] for j in range(k)]

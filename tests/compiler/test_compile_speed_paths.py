@@ -1,0 +1,140 @@
+"""The fast paths of compile (trie walks, bitset subset construction, array searches,
+memoized product operands) give exactly what the plain definitions give."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from maskc.compiler import dfa as dfa_mod
+from maskc.compiler import minimize as minimize_mod
+from maskc.compiler.dfa import DEAD, Dfa, coreachable, determinize, prune, reachable
+from maskc.compiler.ir import Alt, ByteSet, Product, Repeat, Seq
+from maskc.compiler.minimize import canonical, minimize
+from maskc.compiler.nfa import lower
+from maskc.compiler.product import operand_dfa
+from maskc.compiler.trie import (build_trie, byte_class_trie, class_trie, loop_region, sink_table, walk_dense, walk_loops,
+                                 walk_sparse)
+
+
+def _random_dfa(rng: random.Random, states: int, classes: int, fill: float) -> Dfa:
+    trans = np.full((states, classes), DEAD, dtype=np.int32)
+    for s in range(states):
+        for c in range(classes):
+            if rng.random() < fill:
+                trans[s, c] = rng.randrange(states)
+    byte_class = np.asarray([rng.randrange(classes) for _ in range(256)], dtype=np.uint8)
+    byte_class[:classes] = np.arange(classes)  # every class used
+    accepting = np.asarray([rng.random() < 0.3 for _ in range(states)], dtype=np.bool_)
+    return Dfa(trans, byte_class, accepting)
+
+
+def _random_tokens(rng: random.Random, n: int, alphabet: bytes, max_len: int) -> list[bytes]:
+    out = [bytes([rng.choice(alphabet) for _ in range(rng.randint(1, max_len))]) for _ in range(n)]
+    return out + out[:5]  # repeated byte strings (distinct ids with equal bytes)
+
+
+def _trie_of(tokens: list[bytes]):  # type: ignore[no-untyped-def]
+    flat = np.frombuffer(b"".join(tokens), dtype=np.uint8)
+    lens = np.asarray([len(t) for t in tokens], dtype=np.int64)
+    starts = np.cumsum(lens) - lens
+    return build_trie(starts, lens, flat)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_trie_walks_match_a_byte_by_byte_walk(seed: int) -> None:
+    rng = random.Random(seed)
+    d = _random_dfa(rng, states=rng.randint(1, 12), classes=rng.randint(1, 6), fill=rng.choice([0.4, 0.8, 1.0]))
+    alphabet = bytes(rng.sample(range(256), 12))
+    tokens = _random_tokens(rng, 300, alphabet, 6)
+    trie = _trie_of(tokens)
+    node_class = d.byte_class.astype(np.int64)[trie.byte]
+    flat = sink_table(d.trans)
+    states = np.arange(d.num_states, dtype=np.int64)
+    want = np.asarray([[d.walk(s, t) >= 0 for t in tokens] for s in range(d.num_states)])
+    ct = class_trie(trie, node_class, d.num_classes)
+    for labelled in (byte_class_trie(trie, node_class), ct):
+        sparse = walk_sparse(labelled, flat, d.num_classes, d.num_states, states)
+        for s in range(d.num_states):
+            assert sparse[s].tolist() == np.flatnonzero(want[s]).tolist()
+        assert np.array_equal(walk_dense(labelled, flat, d.num_classes, d.num_states, states), want)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_loop_walk_matches_a_byte_by_byte_walk(seed: int) -> None:
+    rng = random.Random(50 + seed)
+    d = _random_dfa(rng, states=rng.randint(2, 10), classes=rng.randint(2, 6), fill=0.7)
+    trans = np.array(d.trans)
+    loop_classes = rng.sample(range(d.num_classes), rng.randint(1, d.num_classes - 1))
+    looping = [0, 1]
+    for s in looping:  # states 0 and 1 both loop on loop_classes
+        trans[s, loop_classes] = s
+    d = Dfa(trans, d.byte_class, d.accepting)
+    tokens = _random_tokens(rng, 300, bytes(rng.sample(range(256), 10)), 6)
+    trie = _trie_of(tokens)
+    node_class = d.byte_class.astype(np.int64)[trie.byte]
+    loops = np.zeros(d.num_classes, dtype=np.bool_)
+    loops[loop_classes] = True
+    for labelled in (byte_class_trie(trie, node_class), class_trie(trie, node_class, d.num_classes)):
+        got = walk_loops(labelled, sink_table(d.trans), d.num_classes, d.num_states,
+                         np.asarray(looping, dtype=np.int64), loop_region(labelled, loops))
+        for s, g in zip(looping, got):
+            assert sorted(g.tolist()) == [i for i, t in enumerate(tokens) if d.walk(s, t) >= 0]
+            assert len(set(g.tolist())) == g.shape[0]
+
+
+def test_trie_shares_prefixes_and_keeps_every_token() -> None:
+    trie = _trie_of([b"ab", b"abc", b"a", b"b", b"ab"])
+    assert trie.num_nodes == 4  # a, b, ab, abc
+    ends = [bytes(_spell(trie, int(n))) for n in trie.end]
+    assert ends == [b"ab", b"abc", b"a", b"b", b"ab"]
+
+
+def _spell(trie, node: int) -> bytes:  # type: ignore[no-untyped-def]
+    out = bytearray()
+    while node >= 0:
+        out.append(int(trie.byte[node]))
+        node = int(trie.parent[node])
+    return bytes(reversed(out))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_searches_agree_on_small_and_large_tables(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(100 + seed)
+    d = _random_dfa(rng, states=rng.randint(2, 40), classes=rng.randint(1, 5), fill=rng.choice([0.2, 0.5]))
+    small = (coreachable(d.trans, d.accepting), reachable(d.trans), canonical(d))
+    monkeypatch.setattr(dfa_mod, "SMALL_TABLE", -1)
+    monkeypatch.setattr(minimize_mod, "SMALL_TABLE", -1)
+    large = (coreachable(d.trans, d.accepting), reachable(d.trans), canonical(d))
+    assert np.array_equal(small[0], large[0])
+    assert np.array_equal(small[1], large[1])
+    assert np.array_equal(small[2].trans, large[2].trans)
+    assert np.array_equal(small[2].accepting, large[2].accepting)
+
+
+def _lit(text: bytes) -> Seq:
+    return Seq(tuple(ByteSet(((b, b),)) for b in text))
+
+
+def test_subset_construction_keeps_the_language() -> None:
+    digit = ByteSet(((0x30, 0x39),))
+    node = Alt((Seq((Repeat(digit, 1, 3), _lit(b"x"))), Seq((Repeat(ByteSet(((0x30, 0x35),)), 0, None), _lit(b"xy")))))
+    d = determinize(lower(node))
+    for text, ok in [(b"1x", True), (b"123x", True), (b"1234x", False), (b"xy", True), (b"555xy", True),
+                     (b"9xy", False), (b"", False), (b"12", False)]:
+        assert d.accepts(text) == ok, text
+
+
+def test_product_operands_are_memoized_and_exact() -> None:
+    key = Repeat(ByteSet(((0x61, 0x63),)), 1, 4)
+    names = Alt((_lit(b"ab"), _lit(b"ca")))
+    node = Product(key, names, "minus")
+    a1 = operand_dfa(key, max_states=1000, deadline=None)
+    assert operand_dfa(key, max_states=1000, deadline=None) is a1
+    d = minimize(prune(determinize(lower(node))))
+    for text, ok in [(b"a", True), (b"ab", False), (b"ca", False), (b"abc", True), (b"abcab", False), (b"", False)]:
+        assert d.accepts(text) == ok, text
+    empty = operand_dfa(Product(names, _lit(b"zz"), "and"), max_states=1000, deadline=None)
+    assert not empty.accepting.any()
