@@ -121,6 +121,13 @@ class _Walker:
                 out += self.flatten(instance, [(base, ptr), chosen], depth + 1)
                 continue
             out.append(schema | {"$$ptr": ptr})
+            if isinstance(instance, dict):
+                # a dependent schema whose trigger is present is one more conjunct
+                for kw in ("dependentSchemas", "dependencies"):
+                    table = schema.get(kw)
+                    if isinstance(table, dict):
+                        deps = [(d, _pointer(ptr, kw, t)) for t, d in table.items() if t in instance and isinstance(d, dict)]
+                        out += self.flatten(instance, deps, depth + 1)
         return out
 
     # -- values -------------------------------------------------------------------------
@@ -129,6 +136,12 @@ class _Walker:
         if not isinstance(value, (dict, list)):
             return value
         flat = self.flatten(value, schemas)
+        for s in flat:
+            # a listed value is emitted as listed: its own key order, its own number spellings
+            listed = [s["const"]] if "const" in s else s["enum"] if isinstance(s.get("enum"), list) else []
+            for v in listed:
+                if _same(v, value):
+                    return _Listed(v)
         if isinstance(value, dict):
             return self._object(value, flat)
         return self._array(value, flat)
@@ -143,6 +156,14 @@ class _Walker:
             req = s.get("required")
             if isinstance(req, list):
                 listed += [k for k in req if isinstance(k, str) and k not in listed]
+        for s in flat:
+            # names a dependency mentions come next, in order of mention (trigger, then dependents)
+            for kw in ("dependentRequired", "dependentSchemas", "dependencies"):
+                table = s.get(kw)
+                if isinstance(table, dict):
+                    for trigger, dep in table.items():
+                        names = [trigger, *(dep if isinstance(dep, list) else ())]
+                        listed += [k for k in names if isinstance(k, str) and k not in listed]
         keys = [k for k in listed if k in value] + [k for k in value if k not in listed]
         out: dict[str, Any] = {}
         for k in keys:
@@ -189,21 +210,65 @@ class _Walker:
         return out
 
 
+class _Listed:
+    """A value spelled as the schema lists it (``json.dumps``, compact)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def _same(x: Any, y: Any) -> bool:
+    """JSON equality: numbers by value (``1 == 1.0``), booleans apart from numbers, objects
+    whatever their key order."""
+    if isinstance(x, bool) or isinstance(y, bool):
+        return isinstance(x, bool) and isinstance(y, bool) and x == y
+    if isinstance(x, (int, float)) and isinstance(y, (int, float)):
+        return x == y
+    if isinstance(x, list) and isinstance(y, list):
+        return len(x) == len(y) and all(_same(a, b) for a, b in zip(x, y))
+    if isinstance(x, dict) and isinstance(y, dict):
+        return x.keys() == y.keys() and all(_same(x[k], y[k]) for k in x)
+    return type(x) is type(y) and x == y
+
+
+def _static_root(schema: Any) -> Any:
+    """``schema`` with its references rewritten as ``#<pointer>`` from the root, as the
+    compiler reads them (``$id``-relative URIs, anchors, ``$dynamicRef``/``$recursiveRef``
+    that reduce to a static target); ``schema`` itself when the compiler cannot read it."""
+    from maskc.compiler.errors import MaskcError
+    from maskc.compiler.frontends.json_schema import SchemaCompiler
+    from maskc.compiler.options import CompileOptions
+
+    try:
+        return SchemaCompiler(schema, CompileOptions()).root
+    except (MaskcError, TypeError, ValueError, KeyError, RecursionError):
+        return schema
+
+
 def serialize(instance: Any, schema: Any) -> bytes:
     """``instance`` as the grammar emits it: compact JSON, object keys in the schema's order.
 
     Keys listed in the applicable ``properties`` come first, in schema order (through local
-    ``$ref``, ``allOf`` merges and the first ``anyOf``/``oneOf`` branch the instance matches),
-    then the required names the properties do not list, then the other keys in their
-    original order.
+    ``$ref`` — ``$dynamicRef``/``$recursiveRef`` too where the compiler reduces them to a
+    static reference —, ``allOf`` merges and the first ``anyOf``/``oneOf`` branch the
+    instance matches), then the required names the properties do not list, then the other
+    keys in their original order. A value equal to an applicable ``const`` or ``enum``
+    member is written as listed (its own key order and number spellings), as the grammar
+    spells it.
     """
-    ordered = _Walker(schema).order(instance, [(schema, "")])
+    walker = _Walker(schema)
+    walker.root = _static_root(schema)
+    ordered = walker.order(instance, [(walker.root, "")])
     return _dumps(ordered).encode("utf-8")
 
 
 def _dumps(v: Any) -> str:
     """Compact JSON with maskc's canonical numbers: a float with an integral value as the
     integer (``1.0`` as ``1``), other floats in decimal notation (``1e-07`` as ``0.0000001``)."""
+    if isinstance(v, _Listed):
+        return json.dumps(v.value, separators=(",", ":"), ensure_ascii=False)
     if isinstance(v, float) and v == v and v not in (float("inf"), float("-inf")):
         if v.is_integer():
             return str(int(v))

@@ -2,7 +2,12 @@
 
 ``allOf`` is merged at the schema level (keyword by keyword) before compiling, so its
 language is exact; a merge that loops back into the schema being merged before entering an
-object or array is refused. ``oneOf`` removes the strings two branches share (a product
+object or array is refused. Two values of one keyword that do not merge (two ``pattern``s,
+``contains``, ``not``s, ``if``s, listed values; ``multipleOf`` merges to the least common
+multiple) stay apart as nested conjuncts: ``not``/``if``/``$ref`` ones are taken one per
+level by the keyword's own construction, listed values are checked against all of them, and
+the others are a product of regular languages (:meth:`CombinatorsMixin.intersection`).
+``oneOf`` removes the strings two branches share (a product
 construction); when the branches hold rules, that difference is not regular: branches
 proven disjoint (by their first bytes, or with references widened to any bytes) are a
 plain union; otherwise free-form
@@ -14,15 +19,19 @@ compiled as ``anyOf`` and recorded).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 from itertools import permutations
+from math import gcd, lcm
 
-from maskc.compiler.errors import SchemaError, StateLimitExceeded, UnsupportedKeyword
+from maskc.compiler.errors import EmptyLanguage, SchemaError, StateLimitExceeded, UnsupportedKeyword
 from maskc.compiler.frontends.json_schema.base import ANNOTATIONS, TYPES, Base, JsonValue, dumps_layout, ptr
 from maskc.compiler.frontends.json_schema.refs import has_ref, map_refs
 from maskc.compiler.frontends.json_text import CANONICAL_ANY_CHAR, Layout
 from maskc.compiler.ir import (
+    NOTHING,
     Alt,
     ByteSet,
     Fields,
@@ -103,9 +112,92 @@ class CombinatorsMixin(Base):
         # so an allOf met again inside its own expansion becomes a rule like a $ref does.
         key = "allOf:" + json.dumps(schema, separators=(",", ":"), ensure_ascii=False, default=repr)
         return self.expand(
-            key, lambda: self.value(self.merge_allof(schema, pointer), pointer, depth),
+            key, lambda: self.or_nothing(lambda: self._merged_value(self.merge_allof(schema, pointer), pointer, depth)),
             depth, keyword, pointer, "#" + ptr(pointer, keyword),
         )
+
+    def or_nothing(self, build: Callable[[], Node]) -> Node:
+        """``build()``, or the empty language where it finds that no value satisfies a
+        conjunction (contradictory bounds, say): an empty union branch or conjunct is no
+        error. The subject of a difference keeps the error (:meth:`negation` refuses it)."""
+        try:
+            return build()
+        except EmptyLanguage:
+            if getattr(self, "_in_subject", False):
+                raise
+            return NOTHING
+
+    def _merged_value(self, merged: dict[str, JsonValue], pointer: str, depth: int) -> Node:
+        """The language of a merged ``allOf``, whose own ``allOf`` (if any) holds the
+        conjuncts the merge kept apart (see :meth:`merge_two`)."""
+        rest = merged.get("allOf")
+        if not isinstance(rest, list) or set(merged) & _BEFORE_ALLOF:
+            # value() meets these keywords first and merges the kept conjuncts one level
+            # down, once the keyword is out of the way
+            return self.value(merged, pointer, depth)
+        base = {k: v for k, v in merged.items() if k != "allOf"}
+        blocking = [k for k in ("unevaluatedProperties", "unevaluatedItems") if k in base]
+        if blocking:
+            self.unsupported("allOf", pointer, f"conjuncts that cannot be merged next to {blocking[0]}: which "
+                             "subschema evaluated a member is lost")
+            return self.value(base, pointer, depth)
+        if "const" in base or "enum" in base:
+            # every listed value is checked against the kept conjuncts too (exact)
+            values = [base["const"]] if "const" in base else base["enum"]
+            if not isinstance(values, list):
+                raise SchemaError("enum must be an array", pointer=ptr(pointer, "enum"))
+            return self.literals(values, merged, pointer, depth)
+        if any(c is False for c in rest):
+            return NOTHING
+        return self.intersection(base, [c for c in rest if isinstance(c, dict)], pointer, depth)
+
+    def intersection(self, base: dict[str, JsonValue], parts: list[dict[str, JsonValue]], pointer: str,
+                     depth: int) -> Node:
+        """``base`` and every schema of ``parts`` as a product of their languages.
+
+        Only the JSON types the parts constrain go through the product; the other values of
+        ``base`` pass unchanged. Every string in both languages spells a value both schemas
+        admit (each grammar is sound), so the product is sound whatever the spellings; it is
+        also complete when both sides spell each value alike: numbers and strings are spelled
+        by the same scalar languages on both sides, and object keys are refused by name where
+        both sides fix an order. Free-form values inside are bounded
+        (:data:`~.refs.ONEOF_ANY_DEPTH`), which only removes strings from one side, so the
+        product stays a subset of the intersection (sound); recursion of its own is refused.
+        Where a refusal is lenient, ``base`` alone is kept (a superset, recorded), which is
+        also what a superset or the subject of a ``not`` may hold.
+        """
+        kinds: set[str] = set()
+        for part in parts:
+            kinds |= _kinds(part)
+        types = self.types_of(base, pointer)
+        if "number" in types and "integer" in kinds:
+            kinds.add("number")
+        hit = [t for t in types if t in kinds]
+        free = [t for t in types if t not in kinds]
+        plain = self.value({**base, "type": free}, pointer, depth) if free else NOTHING
+        if not hit:
+            return plain
+        schemas = [{**base, "type": hit}, *({**p, "type": hit} for p in parts)]
+        if self._over:
+            # a superset (see over_approx): object members in any order and references widened
+            # to any bytes there, so the product needs neither an order check nor bounds
+            return alt(plain, _product([self.value(s, pointer, depth) for s in schemas]))
+        if _fixes_order(base) and any(_fixes_order(p) for p in parts):
+            self.unsupported("allOf", pointer, "conjuncts that cannot be merged both fix an order of object keys "
+                             "(properties, required or a listed object): their intersection would lose values")
+            return alt(plain, self.value({**base, "type": hit}, pointer, depth))
+        nodes = [self.value(s, pointer, depth) for s in schemas]
+        if any(has_ref(n) for n in nodes):
+            self.bounded_any += 1
+            try:
+                nodes = [self.value(s, pointer, depth) for s in schemas]
+            finally:
+                self.bounded_any -= 1
+            if any(has_ref(n) for n in nodes):
+                self.unsupported("allOf", pointer, "conjuncts that cannot be merged hold recursive references; "
+                                 "their intersection is not regular")
+                return alt(plain, nodes[0])
+        return alt(plain, _product(nodes))
 
     def merge_allof(self, schema: dict[str, JsonValue], pointer: str) -> dict[str, JsonValue]:
         """One schema equivalent to ``schema``'s ``allOf`` and its other keywords.
@@ -117,6 +209,12 @@ class CombinatorsMixin(Base):
         if not isinstance(parts, list) or not parts:
             raise SchemaError("allOf must be a non-empty array", pointer=ptr(pointer, "allOf"))
         merged: dict[str, JsonValue] = {k: v for k, v in schema.items() if k != "allOf"}
+        # unevaluatedItems of this schema sees the items its conjuncts evaluate: known exactly
+        # when they are the document's own schemas and evaluate by position only
+        unevaluated = self._own_items_scope(schema) and not _IN_PLACE & (set(schema) - {"allOf", "unevaluatedItems"})
+        evaluated_all = _has_tail(schema)
+        if unevaluated:
+            merged.pop("unevaluatedItems")
         self.merging.append(id(schema))
         try:
             for i, part in enumerate(parts):
@@ -133,20 +231,62 @@ class CombinatorsMixin(Base):
                         detail=f"the conjunct at #{sptr} is the schema being merged: a recursive $ref "
                         "inside allOf must sit below properties or items, not at the same level",
                     )
+                if "unevaluatedItems" in sub and self._own_items_scope(sub) and not _IN_PLACE & set(sub):
+                    sub = _localize_items(sub)  # it sees this conjunct's own item keywords only
+                if unevaluated and (_IN_PLACE & set(sub) or "unevaluatedItems" in sub):
+                    unevaluated = False
+                    merged["unevaluatedItems"] = schema["unevaluatedItems"]  # left to the array compiler
+                evaluated_all = evaluated_all or _has_tail(sub)
                 if "allOf" in sub:
                     sub = self.merge_allof(sub, sptr)
                 merged = self.merge_two(merged, sub, sptr)
         finally:
             self.merging.pop()
+        if unevaluated and not evaluated_all:
+            # the items after every conjunct's positions are evaluated by no one else
+            tail = "additionalItems" if isinstance(merged.get("items"), list) else "items"
+            merged[tail] = _both(merged.get(tail, True), schema["unevaluatedItems"])
         return merged
 
+    def _own_items_scope(self, schema: JsonValue) -> bool:
+        """Whether ``schema`` is one of the document's own objects (not one the compiler made
+        by merging), so the items its ``unevaluatedItems`` sees are its own keywords'."""
+        own = getattr(self, "_own", None)
+        return isinstance(schema, dict) and "unevaluatedItems" in schema and own is not None and bool(own(schema))
+
     def merge_two(self, a: dict[str, JsonValue], b: dict[str, JsonValue], pointer: str) -> dict[str, JsonValue]:
+        """The conjunction of ``a`` and ``b`` as one schema.
+
+        Keywords merge one by one where the merge is exact; two keywords that do not merge
+        keep ``b``'s in a conjunct of their own, under the result's ``allOf`` (an
+        ``if``/``then``/``else`` or a ``contains`` with its counts travel as a group), which
+        :meth:`merged` compiles as an intersection.
+        """
         a, b = self.fold_objects(a, b, pointer)
         a, b = _fold_arrays(a, b)
+        kept: list[JsonValue] = []
+        for group in _GROUPS:
+            ga = {k: a[k] for k in group if k in a}
+            gb = {k: b[k] for k in group if k in b}
+            if not gb or ga == gb:
+                continue
+            if group[0] == "if" and "if" in ga and ga["if"] == gb.get("if"):
+                # one condition: (C -> Ta) and (C -> Tb) is C -> (Ta and Tb), the same for else
+                a = {**a, **{k: _both(ga.get(k, True), gb.get(k, True)) for k in ("then", "else") if k in ga or k in gb}}
+                b = {k: v for k, v in b.items() if k not in group}
+            elif group[0] == "contains" and "contains" not in gb:
+                for k in gb:  # minContains/maxContains count their own conjunct's contains only
+                    self.annotation(k, ptr(pointer, k), f"'{k}' without 'contains' in its schema constrains nothing")
+                b = {k: v for k, v in b.items() if k not in group}
+            elif ga:
+                kept.append(gb)
+                b = {k: v for k, v in b.items() if k not in group}
         out = dict(a)
+        if kept:
+            out["allOf"] = [*_list(out.get("allOf")), *kept]
         for k, v in b.items():
-            if k not in out or k in ANNOTATIONS:
-                out.setdefault(k, v)
+            if k not in out or k in ANNOTATIONS or k not in _VALIDATION:
+                out.setdefault(k, v)  # a keyword maskc does not know is an annotation: it constrains nothing
                 continue
             cur = out[k]
             if cur == v:
@@ -174,6 +314,14 @@ class CombinatorsMixin(Base):
             elif k in ("anyOf", "oneOf") and isinstance(cur, list) and isinstance(v, list):
                 # allOf [anyOf A, X] = anyOf [a ∧ X for a in A], and the same for oneOf
                 out[k] = [{"allOf": [br, {k: v}]} for br in cur]
+            elif k == "allOf":
+                out[k] = [*_list(cur), *_list(v)]
+            elif k == "multipleOf" and (step := _common_multiple(cur, v)) is not None:
+                out[k] = step
+            elif k == "uniqueItems" and isinstance(cur, bool) and isinstance(v, bool):
+                out[k] = cur or v
+            elif k in _APART:
+                out["allOf"] = [*_list(out.get("allOf")), {k: v}]
             else:
                 self.unsupported("allOf", pointer, f"conflicting '{k}' in allOf")
         return out
@@ -193,7 +341,7 @@ class CombinatorsMixin(Base):
             else:
                 sub = br
             subs.append((sub, bptr))
-        nodes = [self.value(sub, bptr, depth) for sub, bptr in subs]
+        nodes = [self.or_nothing(lambda: self.value(sub, bptr, depth)) for sub, bptr in subs]
         if kw == "oneOf" and len(nodes) > 1:
             if self._over:
                 return alt(*nodes)  # a superset: at least one branch
@@ -219,7 +367,7 @@ class CombinatorsMixin(Base):
             # nested at most ONEOF_ANY_DEPTH deep here (a sound restriction).
             self.bounded_any += 1
             try:
-                nodes = [self.value(sub, bptr, depth) for sub, bptr in subs]
+                nodes = [self.or_nothing(lambda: self.value(sub, bptr, depth)) for sub, bptr in subs]
             finally:
                 self.bounded_any -= 1
             if any(has_ref(n) for n in nodes):
@@ -246,12 +394,15 @@ class CombinatorsMixin(Base):
                  set(self.recursive), list(self.not_enforced), getattr(self, "_in_subject", False))
         self.options = replace(self.options, semantics="exact", lenient=True)
         self._over += 1
+        # a superset: free-form values become references (widened below), never bounded
+        bounded, self.bounded_any = self.bounded_any, 0
         # a difference inside ('not', 'if') is refused there and its minuend kept: a superset
         self._in_subject = True
         try:
             node = self.value(schema, pointer, depth)
         finally:
             self._over -= 1
+            self.bounded_any = bounded
             (self.options, self.rules, self.rule_names, self.taken_names, self.recursive,
              self.not_enforced, self._in_subject) = saved
         return _any_order(map_refs(node, _widen))
@@ -267,6 +418,130 @@ class CombinatorsMixin(Base):
         wide = [map_refs(n, _widen) for n in nodes]
         limit = min(self.options.limits.max_states, _DISJOINT_MAX_STATES)
         return all(_disjoint(x, y, limit, self.deadline) for i, x in enumerate(wide) for y in wide[i + 1 :])
+
+
+_GROUPS = (("if", "then", "else"), ("contains", "minContains", "maxContains"))
+"""Keywords that mean something only together: two conjuncts' groups are never mixed."""
+_BEFORE_ALLOF = frozenset({"not", "if", "then", "else", "$ref", "$dynamicRef", "$recursiveRef"})
+"""Keywords :meth:`~.SchemaCompiler.value` handles before ``allOf``."""
+_APART = frozenset({
+    "pattern", "format", "multipleOf", "const", "enum", "not", "$ref", "$dynamicRef", "$recursiveRef",
+    "propertyNames", "minContains", "maxContains", "contentMediaType", "contentEncoding",
+})
+"""Keywords whose meaning needs no sibling: two different values of one of them are kept as
+two conjuncts (an intersection) instead of being merged."""
+_KINDS: dict[str, frozenset[str]] = {
+    **{k: frozenset({"string"}) for k in ("minLength", "maxLength", "pattern", "format", "contentMediaType",
+                                           "contentEncoding")},
+    **{k: frozenset({"number", "integer"}) for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                                                      "multipleOf")},
+    **{k: frozenset({"array"}) for k in ("items", "prefixItems", "additionalItems", "minItems", "maxItems",
+                                          "contains", "minContains", "maxContains", "uniqueItems",
+                                          "unevaluatedItems")},
+    **{k: frozenset({"object"}) for k in ("properties", "patternProperties", "additionalProperties", "required",
+                                           "minProperties", "maxProperties", "propertyNames", "dependentRequired",
+                                           "dependentSchemas", "dependencies", "unevaluatedProperties")},
+}
+_VALIDATION = frozenset({
+    *_KINDS, "type", "enum", "const", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref",
+    "$dynamicRef", "$recursiveRef", "$$order",
+})
+"""The keywords the compiler reads (any other is an annotation)."""
+_ORDERING = frozenset({"properties", "required", "dependentRequired", "dependentSchemas", "dependencies",
+                       "$ref", "$dynamicRef", "$recursiveRef"})
+_DATA = frozenset({"const", "enum", "default", "examples", "example"})
+
+
+_IN_PLACE = frozenset({
+    "allOf", "anyOf", "oneOf", "if", "then", "else", "$ref", "$dynamicRef", "$recursiveRef", "contains",
+    "dependentSchemas", "dependencies",
+})
+"""Keywords that may evaluate items other than by position (``not`` evaluates none)."""
+
+
+def _has_tail(s: dict[str, JsonValue]) -> bool:
+    """Whether ``s`` evaluates every item after its positional ones (``items`` as a schema;
+    draft 2019-09's tuple form: ``additionalItems``)."""
+    items = s.get("items")
+    return items is not None and not isinstance(items, list) or isinstance(items, list) and "additionalItems" in s
+
+
+def _localize_items(s: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    """``s``'s ``unevaluatedItems`` as the schema of the items after its own positions."""
+    rest = {k: v for k, v in s.items() if k != "unevaluatedItems"}
+    if not _has_tail(rest):
+        rest["additionalItems" if isinstance(rest.get("items"), list) else "items"] = s["unevaluatedItems"]
+    return rest
+
+
+def _product(nodes: list[Node]) -> Node:
+    out = nodes[0]
+    for n in nodes[1:]:
+        out = Product(out, n, "and")
+    return out
+
+
+def _list(v: JsonValue) -> list[JsonValue]:
+    return list(v) if isinstance(v, list) else []
+
+
+def _kinds(schema: dict[str, JsonValue]) -> set[str]:
+    """The JSON types whose values ``schema`` constrains (every type for ``const``, ``not``, ...)."""
+    out: set[str] = set()
+    for k in schema:
+        if k in ANNOTATIONS or k == "type":
+            continue
+        out |= _KINDS.get(k, frozenset(TYPES))
+    return out
+
+
+def _fixes_order(schema: JsonValue) -> bool:
+    """Whether ``schema``'s grammar may fix the order of some object's keys (declared names,
+    a reference whose target could, a listed object of two keys or more); conservative."""
+    if isinstance(schema, list):
+        return any(_fixes_order(x) for x in schema)
+    if not isinstance(schema, dict):
+        return False
+    for k, v in schema.items():
+        if k in _ORDERING and v:
+            return True
+        if k in _DATA:
+            if _multi_key(v):
+                return True
+        elif k not in ANNOTATIONS and _fixes_order(v):
+            return True
+    return False
+
+
+def _multi_key(v: JsonValue) -> bool:
+    if isinstance(v, dict):
+        return len(v) > 1 or any(_multi_key(x) for x in v.values())
+    if isinstance(v, list):
+        return any(_multi_key(x) for x in v)
+    return False
+
+
+def _common_multiple(x: JsonValue, y: JsonValue) -> int | float | None:
+    """The least common multiple of two ``multipleOf`` values (of rationals: a value is a
+    multiple of both exactly when it is a multiple of it), or None when either is not a
+    positive number or the result has no exact JSON spelling here."""
+    fs: list[Fraction] = []
+    for v in (x, y):
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0:
+            return None
+        try:
+            fs.append(Fraction(Decimal(repr(v))) if isinstance(v, float) else Fraction(v))
+        except (InvalidOperation, ValueError, OverflowError):
+            return None
+    a, b = fs
+    step = Fraction(lcm(a.numerator, b.numerator), gcd(a.denominator, b.denominator))
+    if step.denominator == 1:
+        return step.numerator
+    try:
+        spelled = float(step)
+    except OverflowError:
+        return None
+    return spelled if Fraction(Decimal(repr(spelled))) == step else None
 
 
 def _first_bytes_disjoint(nodes: list[Node]) -> bool:
