@@ -43,6 +43,7 @@ EPILOG = """\
   maskc lint order.json --select unbounded-string,ambiguous-union --fail-on warning
   maskc lint tools/*.json --profile openai-strict --format sarif > lint.sarif
   maskc lint order.json --tokenizer deepseek --json
+  maskc lint order.json --semantics exact
   maskc lint --explain ambiguous-union
 """
 
@@ -95,6 +96,11 @@ def lint_command(
     max_depth: Annotated[int, typer.Option(
         "--max-depth", metavar="N", min=1, max=1024,
         help="Nesting bound of recursive schemas, as maskc compile --max-depth.")] = DEFAULT_MAX_DEPTH,
+    semantics: Annotated[Literal["generation", "exact"], typer.Option(
+        "--semantics", help="The JSON Schema semantics to lint, as maskc compile --semantics: generation (no "
+             "undeclared keys unless the schema admits them, types inferred from keywords) or exact "
+             "(exactly the schema's instances: unbounded-object and unsatisfiable read the schema "
+             "as JSON Schema does).")] = "generation",
     profile: Annotated[str | None, typer.Option(
         metavar="NAME|FILE",
         help="Provider profile whose limits to check: a built-in name (openai-strict, ...) or a JSON "
@@ -139,7 +145,7 @@ def lint_command(
     except ValueError as e:
         raise typer.BadParameter(str(e)) from None
     threshold: FailOn = fail_on or config.fail_on or "error"
-    context = (make_options(whitespace, max_depth=max_depth),
+    context = (make_options(whitespace, max_depth=max_depth, semantics=semantics),
                maskc.load_tokenizer(tokenizer) if tokenizer else None, _profile(profile or config.profile))
     jobs, skipped = batch.collect_jobs(paths, "json_schema")
     for path in skipped:

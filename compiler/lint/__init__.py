@@ -43,7 +43,7 @@ class LintContext:
     Attributes:
         schema: The schema itself (unwrapped from a tool definition or MaskBench case).
         options: The compile options whose language the rules reason about (whitespace,
-            max_depth, semantics once there are several).
+            max_depth, semantics: generation or exact).
         tokenizer: For token budgets; None when ``--tokenizer`` was not given.
         profile: A provider profile (``openai-strict``) as data, or None.
         base_pointer: Where ``schema`` sits in the file (``/function/parameters`` for a tool

@@ -1,10 +1,13 @@
 """Keyword contradictions that make one schema node unsatisfiable, read off the node itself.
 
 These checks need no automaton and give the clearest messages: bounds that cross
-(``minLength > maxLength``, ``minimum > maximum`` and the exclusive forms), ``required``
-names an object cannot hold, ``enum``/``const`` values outside the ``type``. A contradiction
-empties one JSON type; the node is unsatisfiable when it empties every type the node admits
-(its ``type``, or, without one, the types maskc infers from its keywords, as the compiler does).
+(``minLength > maxLength``, ``minimum > maximum`` and the exclusive forms,
+``minProperties > maxProperties``, ``minContains > maxContains``, more ``contains`` matches
+than ``maxItems`` allows), ``required`` names an object cannot hold, ``enum``/``const``
+values outside the ``type``, and a ``not`` that its own node implies (``{"type": "string",
+"not": {"type": "string"}}``). A contradiction empties one JSON type; the node is
+unsatisfiable when it empties every type the node admits (its ``type``, or, without one
+and in generation semantics, the types maskc infers from its keywords, as the compiler does).
 """
 
 from __future__ import annotations
@@ -13,24 +16,28 @@ import math
 import re
 from typing import Any
 
-from maskc.compiler.frontends.json_schema.base import ARRAY_KW, NUMBER_KW, OBJECT_KW, STRING_KW, is_type
+import orjson
+
+from maskc.compiler.frontends.json_schema.base import ANNOTATIONS, ARRAY_KW, NUMBER_KW, OBJECT_KW, STRING_KW, is_type
 
 __all__ = ["admitted_types", "contradictions"]
 
 _ALL_TYPES = ("null", "boolean", "object", "array", "string", "number")
 
 
-def admitted_types(schema: dict[str, Any]) -> tuple[list[str], bool]:
+def admitted_types(schema: dict[str, Any], *, exact: bool = False) -> tuple[list[str], bool]:
     """The JSON types ``schema`` admits, and whether they were inferred (no ``type``).
 
     ``integer`` stands alone only when ``number`` is absent. Without ``type`` the types
-    are those whose keywords appear (maskc's inference), else all of them.
+    are those whose keywords appear (maskc's inference in generation semantics), else all
+    of them (always, with ``exact``).
     """
     t = schema.get("type")
     if t is None:
         keys = set(schema)
-        inferred = [name for name, kws in (("object", OBJECT_KW), ("array", ARRAY_KW), ("string", STRING_KW),
-                                           ("number", NUMBER_KW)) if keys & kws]
+        inferred = [] if exact else [
+            name for name, kws in (("object", OBJECT_KW), ("array", ARRAY_KW), ("string", STRING_KW),
+                                   ("number", NUMBER_KW)) if keys & kws]
         return (inferred, True) if inferred else (list(_ALL_TYPES), False)
     types = [t] if isinstance(t, str) else [x for x in t if isinstance(x, str)] if isinstance(t, list) else []
     if "number" in types:
@@ -38,16 +45,22 @@ def admitted_types(schema: dict[str, Any]) -> tuple[list[str], bool]:
     return list(dict.fromkeys(types)), False
 
 
-def contradictions(schema: Any, *, closed_by_default: bool = True) -> tuple[str, dict[str, Any]] | None:
+def contradictions(schema: Any, *, closed_by_default: bool = True,
+                   exact: bool = False) -> tuple[str, dict[str, Any]] | None:
     """Why no value satisfies ``schema`` (a message and data), or None when no check applies.
 
     With ``closed_by_default`` a ``required`` name that ``properties`` does not declare is a
     contradiction where ``additionalProperties`` is absent too, as maskc generates no
     undeclared property then; turn it off for a node the compiler merges with other keywords.
+    ``exact``: the compile's semantics is exact (no inferred types, undeclared keys allowed),
+    so only JSON Schema's own contradictions are reported.
     """
     if not isinstance(schema, dict):
         return None
-    types, inferred = admitted_types(schema)
+    negated = _negated(schema)
+    if negated is not None:
+        return negated
+    types, inferred = admitted_types(schema, exact=exact)
     if not types:
         return None
     values = _listed_values(schema)
@@ -65,7 +78,7 @@ def contradictions(schema: Any, *, closed_by_default: bool = True) -> tuple[str,
             return "const is not one of the enum values", {"keywords": ["const", "enum"]}
     reasons: dict[str, tuple[str, list[str]]] = {}
     for t in types:
-        why = _empties(t, schema, closed_by_default)
+        why = _empties(t, schema, closed_by_default and not exact)
         if why is None:
             return None
         reasons[t] = why
@@ -80,6 +93,48 @@ def contradictions(schema: Any, *, closed_by_default: bool = True) -> tuple[str,
                      "semantics": "generation" if generation_only else "json-schema"}
 
 
+# Keywords whose meaning depends on their siblings (which properties or items are evaluated,
+# which bound a draft-4 flag makes exclusive, which branch a condition picks): a ``not`` that
+# holds one is implied by its node only when both have the same siblings.
+_CONTEXTUAL = frozenset({
+    "additionalProperties", "unevaluatedProperties", "additionalItems", "items", "unevaluatedItems",
+    "contains", "if", "then", "else", "minContains", "maxContains", "exclusiveMinimum", "exclusiveMaximum",
+})
+
+
+def _constraints(schema: dict[str, Any]) -> dict[str, bytes]:
+    """The keywords that constrain an instance, each with its canonical JSON text."""
+    out = {}
+    for k, v in schema.items():
+        if k in ANNOTATIONS or k.startswith("x-"):
+            continue
+        try:
+            out[k] = orjson.dumps(v, option=orjson.OPT_SORT_KEYS)
+        except (TypeError, orjson.JSONEncodeError):
+            out[k] = repr(v).encode()
+    return out
+
+
+def _negated(schema: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """A ``not`` whose subschema every value of its node satisfies: the node's own keywords
+    include the subschema's, with the same values (so the node implies it)."""
+    inner = schema.get("not")
+    if inner is True or inner == {}:
+        return "'not' is true (or {}): it rejects every value", {"keywords": ["not"], "semantics": "json-schema"}
+    if not isinstance(inner, dict) or "$ref" in schema or "$id" in inner or "id" in inner:
+        return None  # up to draft 7 a $ref hides its siblings; an $id moves the references inside
+    own = _constraints({k: v for k, v in schema.items() if k != "not"})
+    neg = _constraints(inner)
+    if not neg or any(own.get(k) != v for k, v in neg.items()):
+        return None
+    if set(neg) & _CONTEXTUAL and own != neg:
+        return None
+    shown = ", ".join(sorted(neg))
+    what = "the same keywords as the schema itself" if own == neg else f"only keywords the schema has too ({shown})"
+    return (f"'not' holds {what}, with the same values: every value the schema admits is one that not rejects",
+            {"keywords": ["not", *sorted(neg)], "semantics": "json-schema"})
+
+
 # The keywords of the one generation-only object reason; recognized by identity, since a real
 # contradiction (a required property whose schema is false) names the same keywords.
 _UNDECLARED = ["required", "properties"]
@@ -89,7 +144,7 @@ def _empties(t: str, schema: dict[str, Any], closed: bool) -> tuple[str, list[st
     if t == "string":
         return _crossed(schema, "minLength", "maxLength")
     if t == "array":
-        return _crossed(schema, "minItems", "maxItems")
+        return _crossed(schema, "minItems", "maxItems") or _contains(schema)
     if t == "object":
         return _crossed(schema, "minProperties", "maxProperties") or _object(schema, closed)
     if t in ("number", "integer"):
@@ -105,6 +160,27 @@ def _crossed(schema: dict[str, Any], lo_kw: str, hi_kw: str) -> tuple[str, list[
     lo, hi = _num(schema.get(lo_kw)), _num(schema.get(hi_kw))
     if lo is not None and hi is not None and lo > hi:
         return f"{lo_kw} {schema[lo_kw]} > {hi_kw} {schema[hi_kw]}", [lo_kw, hi_kw]
+    return None
+
+
+def _contains(schema: dict[str, Any]) -> tuple[str, list[str]] | None:
+    """``contains`` counts that no array meets: ``minContains`` (1 by default) over
+    ``maxContains`` or ``maxItems``, or a ``contains: false`` that must match."""
+    if "contains" not in schema:
+        return None  # minContains and maxContains alone constrain nothing
+    least = _num(schema.get("minContains"))
+    least = 1.0 if least is None else least
+    own = "minContains" in schema
+    kws = ["contains", *(["minContains"] if own else [])]
+    if schema["contains"] is False and least > 0:
+        need = f"minContains {schema['minContains']} requires a match" if own else "at least one item must match it"
+        return f"contains is false: no item matches it, yet {need}", kws
+    for kw in ("maxContains", "maxItems"):
+        most = _num(schema.get(kw))
+        if most is not None and least > most:
+            if own:
+                return f"minContains {schema['minContains']} > {kw} {schema[kw]}", [*kws, kw]
+            return f"contains needs at least one matching item but {kw} is {schema[kw]}", [*kws, kw]
     return None
 
 

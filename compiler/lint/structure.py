@@ -21,7 +21,7 @@ from maskc.compiler.analysis import worst_case_length
 from maskc.compiler.errors import EmptyLanguage, MaskcError
 from maskc.compiler.findings import Finding, RuleInfo
 from maskc.compiler.frontends import formats
-from maskc.compiler.frontends.json_schema.base import UNSUPPORTED
+from maskc.compiler.frontends.json_schema.objects import MAX_PROPERTY_COUNT
 from maskc.compiler.frontends.json_text import canonical_chars
 from maskc.compiler.frontends.regex import regex_to_ir
 from maskc.compiler.ir import Node as IrNode
@@ -172,36 +172,89 @@ def _array_problem(view: dict[str, Any]) -> str | None:
     return ""
 
 
-def _object_problem(view: dict[str, Any]) -> str | None:
-    """Why maskc's grammar admits unbounded keys here (see the objects front end), or None."""
+# Keywords next to which unevaluatedProperties does not reduce to additionalProperties (the
+# evaluated properties depend on which subschema matches): the compiler refuses it there.
+_UNEVALUATED_BLOCKERS = ("anyOf", "oneOf", "if", "then", "else", "$dynamicRef", "$recursiveRef")
+
+
+def _count(v: Any) -> int | None:
+    """A ``minProperties``/``maxProperties`` value as the compiler reads it (integral floats too)."""
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    return v if _int(v) else None
+
+
+def _listed_names(pn: Any) -> list[str] | None:
+    """The key names a ``propertyNames`` schema lists (``const``/``enum``), or None."""
+    if not isinstance(pn, dict):
+        return None
+    values = [pn["const"]] if "const" in pn else pn.get("enum")
+    if not isinstance(values, list):
+        return None
+    return [v for v in values if isinstance(v, str)]
+
+
+def _object_problem(view: dict[str, Any], exact: bool = False, union: str | None = None) -> str | None:
+    """Why maskc's grammar admits unbounded keys here (see the objects front end), or None.
+
+    Keys past the declared ones come from ``additionalProperties`` (or an
+    ``unevaluatedProperties`` that reduces to it) and ``patternProperties``; under
+    generation semantics a schema that declares its keys admits no others. A bound on the
+    count (``maxProperties``) or names that leave no undeclared key (``propertyNames: false``,
+    or a ``propertyNames`` enum of declared names) closes the object; a finite set of
+    undeclared names does not, as nothing stops a key from repeating. ``union``: the
+    ``anyOf``/``oneOf`` that ``view`` was taken out of, if any.
+    """
     if _listed(view):
         return None
+    pn = view.get("propertyNames")
+    if pn is False:
+        return None  # no key at all
+    props = view.get("properties")
+    props = props if isinstance(props, dict) else {}
     patterns = view.get("patternProperties")
     patterns = patterns if isinstance(patterns, dict) else {}
     declared = "properties" in view or bool(patterns)
-    addl = view.get("additionalProperties", False if declared else True)
+    names = _listed_names(pn)
+    if names is not None and all(n in props for n in names):
+        return None  # propertyNames admits declared names only
+    addl_kw = "additionalProperties"
     reasons = []
-    if addl is not False:
-        reasons.append("it declares no properties, so any key is admitted" if "additionalProperties" not in view
-                       else "additionalProperties is true" if addl is True or addl == {}
-                       else "additionalProperties is a schema")
-    free = [p for p, s in patterns.items() if s is not False]
+    blocker = union or next((k for k in _UNEVALUATED_BLOCKERS if k in view), None)
+    if "additionalProperties" in view:
+        addl = view["additionalProperties"]
+    elif "unevaluatedProperties" in view and blocker is None:
+        addl, addl_kw = view["unevaluatedProperties"], "unevaluatedProperties"
+    else:
+        addl = False if declared and not exact else True
+        if addl is not False and "unevaluatedProperties" in view:
+            # the compiler refuses it there (unenforced-keyword) and compiles without it
+            reasons.append(f"unevaluatedProperties next to {blocker} is not enforced by maskc's grammar")
+    if addl is not False and not reasons:
+        reasons.append("it declares no properties, so any key is admitted" if not declared and addl_kw not in view
+                       else "JSON Schema admits undeclared keys (exact semantics)" if addl_kw not in view
+                       else f"{addl_kw} is true" if addl is True or addl == {}
+                       else f"{addl_kw} is a schema")
+    free = [p for p, sch in patterns.items() if sch is not False]
     if free:
         reasons.append(f"patternProperties admits any number of keys matching {free[0]!r}")
     if not reasons:
         return None
-    cap = view.get("maxProperties")
-    if _int(cap):
-        if "maxProperties" not in UNSUPPORTED:
+    cap = _count(view.get("maxProperties"))
+    if cap is not None:
+        if cap <= MAX_PROPERTY_COUNT:
             return None
-        reasons.append(f"maxProperties {cap} is not enforced by maskc's grammar")
+        reasons.append(f"maxProperties {cap} is over maskc's bound of {MAX_PROPERTY_COUNT} and not enforced")
+    if names is not None:
+        reasons.append(f"propertyNames lists {len(names)} names, but the grammar does not stop an "
+                       "undeclared key from repeating")
     return "; " + "; ".join(reasons)
 
 
 _CHECKS = (("unbounded-string", "string"), ("unbounded-array", "array"), ("unbounded-object", "object"))
 
 
-def _problems(view: Any) -> dict[str, tuple[str, str | None]]:
+def _problems(view: Any, exact: bool = False, union: str | None = None) -> dict[str, tuple[str, str | None]]:
     """The unbounded-* rules a view fires, with each one's message tail and witness."""
     if not isinstance(view, dict) or _listed(view) or "anyOf" in view or "oneOf" in view:
         return {}
@@ -216,7 +269,7 @@ def _problems(view: Any) -> dict[str, tuple[str, str | None]]:
         if tail is not None:
             out["unbounded-array"] = (tail, None)
     if "object" in types:
-        tail = _object_problem(view)
+        tail = _object_problem(view, exact, union)
         if tail is not None:
             out["unbounded-object"] = (tail, None)
     return out
@@ -248,11 +301,11 @@ def check(ctx: Any) -> Iterator[Finding]:
         target = views.ref_target_view(node.schema, node.pointer)
         yield from _union_findings(views, node, view, target)
         branches = views.branch_views(view, node.pointer)
-        found = _problems(view)
+        found = _problems(view, views.exact)
         if branches is not None:
             found = _shared_by_branches(views, node, view, branches, suppressed)
         for rule, (tail, witness) in found.items():
-            if (rule, node.pointer) in suppressed or rule in _problems(target):
+            if (rule, node.pointer) in suppressed or rule in _problems(target, views.exact):
                 continue
             yield Finding(rule, _severity(rule), node.pointer,
                           f"{_LEADS[rule]}{tail}: {_ENDS[rule]}", witness=witness)
@@ -264,10 +317,10 @@ def _shared_by_branches(views: SchemaViews, node: Node, view: dict[str, Any], br
     reported once, at the union, instead of at each branch."""
     kw = "anyOf" if isinstance(view.get("anyOf"), list) else "oneOf"
     base = {k: v for k, v in view.items() if k != kw}
-    own = _problems(base)
+    own = _problems(base, views.exact, kw)
     out = {}
     for rule, got in own.items():
-        if branches and all(rule in _problems(b) for b in branches):
+        if branches and all(rule in _problems(b, views.exact) for b in branches):
             out[rule] = got
             suppressed.update((rule, f"{node.pointer}/{kw}/{i}") for i in range(len(branches)))
     return out

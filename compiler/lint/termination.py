@@ -68,7 +68,8 @@ RULES: list[RuleInfo] = [
     ),
     RuleInfo(
         id="unenforced-keyword", severity="warning",
-        summary="A keyword the grammar cannot enforce (multipleOf, uniqueItems, not, ...).",
+        summary="A keyword the grammar cannot enforce here (uniqueItems over an infinite item "
+                "language, multipleOf past the automaton cap, a not or oneOf over recursion, ...).",
         why="maskc refuses these by default and compiles without them under --lenient: the "
             "decoded output may violate them.",
         example='{"type": "array", "items": {"type": "integer"}, "uniqueItems": true}',
@@ -77,9 +78,13 @@ RULES: list[RuleInfo] = [
     ),
     RuleInfo(
         id="unknown-format", severity="warning",
-        summary="A string format maskc does not know, so it is not enforced.",
-        why="Known formats (date, date-time, time, email, uuid, uri, ipv4, ipv6, hostname) compile "
-            "to exact or documented-subset regexes; any other format compiles as a free string.",
+        summary="A string format maskc does not check (an unknown name, or one that is an "
+                "annotation only), so any string passes.",
+        why="Known formats (date, date-time, time, duration, email, uuid, uri, uri-reference, iri, "
+            "hostname, ipv4, ipv6, json-pointer, regex, byte, ...) compile to exact or "
+            "documented-subset regexes. Any other format name, and formats that only annotate "
+            "(password, binary, float, int32 on a string, ...), are JSON Schema annotations: maskc "
+            "compiles them as a free string, in strict mode too, and never refuses them.",
         example='{"type": "string", "format": "phone"}',
         fix="use a pattern for the format, or validate it after decoding",
     ),
@@ -123,9 +128,14 @@ def _unenforced(front: SchemaFront, lenient: bool) -> Iterable[Finding]:
             pointer = pointer[1:]
         detail = entry.get("detail", "")
         data = {"keyword": kw, **({"detail": detail} if detail else {})}
-        if kw == "format" and detail.startswith("unknown format"):
-            yield Finding(rule="unknown-format", severity="warning", pointer=pointer,
-                          message=f"{detail}: not enforced ({mode}); validate it after decoding", data=data)
+        if entry.get("kind") == "annotation":
+            # an annotation constrains nothing in JSON Schema either: the grammar is exact, but
+            # an unchecked format is worth a warning (its name promises a check)
+            if kw == "format":
+                yield Finding(rule="unknown-format", severity="warning", pointer=pointer,
+                              message=f"{detail}: the value is not checked (an annotation, compiled as "
+                                      "a free string); validate it after decoding if it matters",
+                              data={**data, "kind": "annotation"})
             continue
         what = f"'{kw}' is not enforced by the grammar" + (f" ({detail})" if detail else "")
         yield Finding(rule="unenforced-keyword", severity="warning", pointer=pointer,

@@ -143,9 +143,10 @@ def _schema_error(schema: Any) -> SchemaError | None:
 def _unsatisfiable(a: _Analysis, *, automata: bool = True) -> Iterator[Finding]:
     nodes = [n for n in a.ctx.nodes() if isinstance(n.schema, dict) and not _deliberate(n.schema)]
     in_context, merged = _merges(a.ctx.schema, nodes)
+    exact = a.options.semantics == "exact"
     direct: dict[str, tuple[str, dict[str, Any]]] = {}
     for n in nodes:
-        got = contradictions(n.schema, closed_by_default=n.pointer not in merged)
+        got = contradictions(n.schema, closed_by_default=n.pointer not in merged, exact=exact)
         if got is not None:
             direct[n.pointer] = got
     # descendants before ancestors (reversed pre-order): small compiles first, so a spent
@@ -239,7 +240,7 @@ def _empty_why(a: _Analysis, pointer: str, schema: Any = None) -> str | None:
     it is not (or is unknown)."""
     key = pointer if schema is None else pointer + _IN_CONTEXT
     got = a.compile(pointer, schema, key=key)
-    if isinstance(got, Subschema) and got.not_enforced:
+    if isinstance(got, Subschema) and _dropped(got):
         # what lenient mode dropped may sit under a oneOf, whose difference then removes too
         # much: decide on the language with every oneOf read as anyOf (a superset)
         if not a.time_left():
@@ -253,6 +254,12 @@ def _empty_why(a: _Analysis, pointer: str, schema: Any = None) -> str | None:
         return "" if is_empty(got, a.options, a.op_deadline(), a.products) else None
     except MaskcError:
         return None
+
+
+def _dropped(sub: Subschema) -> list[dict[str, str]]:
+    """What lenient mode compiled ``sub`` without: its ``not_enforced`` entries less the
+    annotations (an unknown ``format``, say), which constrain nothing in JSON Schema either."""
+    return [e for e in sub.not_enforced if e.get("kind") != "annotation"]
 
 
 def _strip_at(message: str) -> str:
@@ -361,11 +368,12 @@ def _overlap(kw: str, upointer: str, x: _Branch, y: _Branch, witness: bytes, app
     i, j = x.pointer.rsplit("/", 1)[1], y.pointer.rsplit("/", 1)[1]
     if kw == "oneOf":
         severity: Severity = "error"
-        message = f"oneOf branches {i} and {j} both accept {text}: a value matching both is invalid under oneOf"
+        message = (f"oneOf branches {i} and {j} both accept {text}: a value matching both is invalid under oneOf "
+                   "(maskc's grammar, exact for oneOf, never generates it)")
     else:
         severity = "warning"
         message = f"anyOf branches {i} and {j} both accept {text}: a consumer cannot tell which branch it is"
-    loose = [*x.sub.not_enforced, *y.sub.not_enforced]
+    loose = [*_dropped(x.sub), *_dropped(y.sub)]
     if loose:
         severity = _LOWER[severity]
         first = loose[0]

@@ -3,8 +3,8 @@ the compiler reads it.
 
 A subschema is *generated* when the compiler turns it into grammar: it is reachable from
 the root through subschema keywords and local ``$ref``s (an unused ``$defs`` entry is not),
-and no keyword the compiler drops lies above it (``not``, ``if``/``then``/``else``,
-``contains``, ``propertyNames``, ...: nothing under them becomes output).
+and no keyword that the compiler reads only through its parent lies above it (``not``,
+``if``/``then``/``else``, ``contains``, ``propertyNames``, ...: see :data:`DROPPED`).
 
 A node's *view* is the schema the compiler compiles there: ``$ref`` siblings and ``allOf``
 conjuncts merged by the compiler's own merge (:meth:`SchemaCompiler.merge_allof`), the
@@ -33,8 +33,10 @@ from maskc.compiler.options import CompileOptions
 
 __all__ = ["DROPPED", "SchemaViews", "family", "json_type", "views_of"]
 
-# Keywords whose subschemas never become output: the compiler does not enforce them
-# (they are dropped, or refused outright), so nothing under them is generated.
+# Keywords whose subschemas are not read as values of their own: the compiler tests an
+# instance against them, or merges them into their parent (not, if/then/else, contains,
+# propertyNames, the dependency keywords) or into its additionalProperties/items
+# (unevaluated*), so the rules read them through their parent's view, not alone.
 DROPPED = frozenset({
     "not", "if", "then", "else", "contains", "propertyNames", "dependentSchemas", "dependencies",
     "unevaluatedProperties", "unevaluatedItems",
@@ -107,7 +109,7 @@ class SchemaViews:
         try:
             self._compiler = SchemaCompiler(self.root, CompileOptions(
                 whitespace=self.options.whitespace, lenient=True, limits=self.options.limits,
-                max_depth=self.options.max_depth))
+                max_depth=self.options.max_depth, semantics=self.options.semantics))
         except MaskcError:
             self._compiler = None
         self.generated = self._generated()
@@ -128,6 +130,12 @@ class SchemaViews:
                 self.bare_targets.add(self.resolve(n.schema["$ref"], n.pointer)[1])
             except MaskcError:
                 continue
+
+    @property
+    def exact(self) -> bool:
+        """Whether the views are read in exact semantics (undeclared keys where JSON Schema
+        allows them)."""
+        return self.options.semantics == "exact"
 
     # -- references ---------------------------------------------------------------------
 
@@ -268,7 +276,7 @@ class SchemaViews:
     def node_view(self, node: Node) -> Any:
         """The view at ``node``; an ``anyOf``/``oneOf`` branch gets its union's keywords."""
         if node.keyword in ("anyOf", "oneOf") and isinstance(node.parent, dict):
-            base = {k: v for k, v in node.parent.items() if k != node.keyword}
+            base = _union_base(node.parent, node.keyword)
             if structural(base):
                 if node.schema is False:
                     return False
@@ -281,7 +289,7 @@ class SchemaViews:
         for kw in ("anyOf", "oneOf"):
             branches = view.get(kw)
             if isinstance(branches, list) and branches:
-                base = {k: v for k, v in view.items() if k != kw}
+                base = _union_base(view, kw)
                 out = []
                 for i, br in enumerate(branches):
                     sub = br if not structural(base) else (
@@ -289,6 +297,16 @@ class SchemaViews:
                     out.append(self.view(sub, f"{pointer}/{kw}/{i}", ("branches", id(view), pointer, i)))
                 return out
         return None
+
+
+def _union_base(schema: dict[str, Any], kw: str) -> dict[str, Any]:
+    """The keywords of a union's node that each branch is merged with. ``unevaluated*`` next to
+    a union is refused by the compiler (which items or keys a branch evaluates depends on which
+    branch matches), so in lenient mode it is compiled without them."""
+    return {k: v for k, v in schema.items() if k != kw and k not in _UNEVALUATED}
+
+
+_UNEVALUATED = ("unevaluatedProperties", "unevaluatedItems")
 
 
 def types_of(view: Any) -> frozenset[str] | None:

@@ -215,6 +215,35 @@ def test_an_unknown_rule_id_is_a_usage_error(option: str) -> None:
     assert "no-such-rule" in result.output and "fake-error" in result.output  # the known ids are listed
 
 
+def test_semantics_reaches_the_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the real structural rules: a schema that declares its keys is closed under generation
+    # semantics, open under exact (JSON Schema admits undeclared keys)
+    monkeypatch.setattr(maskc.compiler.lint, "RULE_MODULES", ("maskc.compiler.lint.structure",))
+    path = write("s.json", '{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}')
+
+    def objects(*extra: str) -> list[str]:
+        code, doc = lint_json(path, "--select", "unbounded-object", "--fail-on", "never", *extra)
+        assert code == 0
+        return [f["pointer"] for f in doc["files"][0]["findings"]]
+
+    assert objects() == []
+    assert objects("--semantics", "generation") == []
+    assert objects("--semantics", "exact") == [""]
+
+
+def test_an_unknown_semantics_is_a_usage_error() -> None:
+    path = write("s.json", A_JSON)
+    result = invoke(path, "--semantics", "loose")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "generation" in result.output and "exact" in result.output
+
+
+def test_help_documents_semantics() -> None:
+    result = CliRunner().invoke(app, ["lint", "--help"])
+    assert result.exit_code == 0
+    assert "--semantics" in result.output and "generation|exact" in result.output
+
+
 def test_an_unknown_profile_is_a_usage_error() -> None:
     write("s.json", A_JSON)
     result = invoke("s.json", "--profile", "no-such-provider")

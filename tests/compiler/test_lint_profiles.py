@@ -282,6 +282,48 @@ def test_strict_unsupported_keywords_and_formats() -> None:
     assert "'uri'" in f.message and f.severity == "error"
 
 
+# Keywords maskc compiles exactly that OpenAI's strict mode still rejects (not in its documented list).
+ENFORCED_BUT_REJECTED: dict[str, dict[str, Any]] = {
+    "neg": {"type": "string", "not": {"const": "x"}},
+    "cond": {"type": "integer", "if": {"minimum": 0}, "then": {"maximum": 9}, "else": {"minimum": -9}},
+    "one": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
+    "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "uniqueItems": True, "maxItems": 2},
+    "has": {"type": "array", "items": {"type": "integer"}, "contains": {"minimum": 5}, "maxItems": 3},
+    "counted": {"type": "object", "additionalProperties": False, "minProperties": 0, "maxProperties": 1,
+                "propertyNames": {"enum": []}},
+    "deps": {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"],
+             "additionalProperties": False, "dependentRequired": {"a": []}},
+    "rest": {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"],
+             "additionalProperties": False, "unevaluatedProperties": False},
+}
+
+
+def test_strict_flags_keywords_maskc_enforces_but_the_provider_rejects() -> None:
+    schema = obj(ENFORCED_BUT_REJECTED)
+    flagged = [(p, k) for p, k in strict(schema) if k == "keyword"]
+    assert flagged == [
+        ("/properties/neg/not", "keyword"),
+        ("/properties/cond/if", "keyword"), ("/properties/cond/then", "keyword"), ("/properties/cond/else", "keyword"),
+        ("/properties/one/oneOf", "keyword"),
+        ("/properties/tags/uniqueItems", "keyword"),
+        ("/properties/has/contains", "keyword"),
+        ("/properties/counted/minProperties", "keyword"), ("/properties/counted/maxProperties", "keyword"),
+        ("/properties/counted/propertyNames", "keyword"),
+        ("/properties/deps/dependentRequired", "keyword"),
+        ("/properties/rest/unevaluatedProperties", "keyword"),
+    ]
+    # maskc itself compiles every one of them: nothing is unenforced
+    found = lint_schema(LintContext(schema), select=["unenforced-keyword"])
+    assert found == []
+
+
+def test_strict_keeps_quiet_on_enforced_keywords_the_provider_documents() -> None:
+    schema = obj({"n": {"type": "integer", "multipleOf": 3, "minimum": 0, "exclusiveMaximum": 100},
+                  "code": {"type": "string", "pattern": "^[A-Z]{3}$"},
+                  "xs": {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3}})
+    assert strict(schema) == []
+
+
 def test_strict_total_properties_limit() -> None:
     def wide(n: int) -> dict[str, Any]:
         return obj({f"p{i:04d}": {"type": "string"} for i in range(n)})

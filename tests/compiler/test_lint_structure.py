@@ -12,6 +12,7 @@ from maskc.compiler.lint import LintContext, all_rules, lint_schema
 from maskc.compiler.lint.fields import closed_set_word, name_tokens
 from maskc.compiler.lint.structure import RULES as STRUCTURE_RULES
 from maskc.compiler.lint.structure import string_bound
+from maskc.compiler.options import CompileOptions
 
 MINE = ("unbounded-string", "unbounded-array", "unbounded-object", "nullable-union", "mixed-type-union",
         "optional-field", "free-text-enum", "schema-error")
@@ -149,7 +150,7 @@ def test_unbounded_array_explains_an_open_tuple() -> None:
     ({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": True}, [""]),
     ({"type": "object", "additionalProperties": {"type": "integer"}}, [""]),
     ({"type": "object", "patternProperties": {"^x-": {"type": "integer"}}}, [""]),
-    ({"type": "object", "unevaluatedProperties": False}, [""]),  # dropped by the compiler
+    ({"type": "object", "unevaluatedProperties": True}, [""]),
     (obj(meta={"type": "object"}), ["/properties/meta"]),
 ])
 def test_unbounded_object_fires(schema: Any, pointers: list[str]) -> None:
@@ -164,6 +165,7 @@ def test_unbounded_object_fires(schema: Any, pointers: list[str]) -> None:
     {"properties": {"a": {"type": "integer"}}},  # untyped, inferred object
     {},
     {"type": "object", "additionalProperties": {"type": "integer"}, "maxProperties": 3},  # enforced
+    {"type": "object", "unevaluatedProperties": False},  # enforced: {} only
 ])
 def test_unbounded_object_near_misses(schema: Any) -> None:
     assert hits(schema, "unbounded-object") == []
@@ -171,6 +173,70 @@ def test_unbounded_object_near_misses(schema: Any) -> None:
 
 def test_unbounded_object_is_bounded_by_max_properties() -> None:
     assert lint({"type": "object", "additionalProperties": True, "maxProperties": 3}, "unbounded-object") == []
+
+
+P_A = {"a": {"type": "integer"}}
+
+
+def exact_hits(schema: Any, rule: str) -> list[str]:
+    """The pointers where ``rule`` fires when the schema is linted in exact semantics."""
+    ctx = LintContext(schema, options=CompileOptions(semantics="exact"))
+    return [f.pointer for f in lint_schema(ctx, select=[rule])]
+
+
+@pytest.mark.parametrize("schema", [
+    # unevaluatedProperties: false reduces to additionalProperties: false (no applicator beside it)
+    {"type": "object", "properties": P_A, "unevaluatedProperties": False},
+    {"type": "object", "allOf": [{"properties": P_A}], "unevaluatedProperties": False},
+    # no key at all, or only declared names
+    {"type": "object", "propertyNames": False},
+    {"type": "object", "properties": P_A, "propertyNames": {"enum": ["a"]}},
+    {"type": "object", "properties": P_A, "propertyNames": {"const": "a"}, "additionalProperties": True},
+    # a count the grammar enforces (integral floats read as counts)
+    {"type": "object", "maxProperties": 3},
+    {"type": "object", "additionalProperties": {"type": "integer"}, "maxProperties": 2.0},
+])
+def test_unbounded_object_is_closed_by_the_keywords_maskc_now_enforces(schema: Any) -> None:
+    assert hits(schema, "unbounded-object") == []
+    assert exact_hits(schema, "unbounded-object") == []
+
+
+@pytest.mark.parametrize("schema,needle", [
+    ({"type": "object", "properties": P_A, "unevaluatedProperties": True}, "unevaluatedProperties is true"),
+    ({"type": "object", "properties": P_A, "unevaluatedProperties": {"type": "string"}},
+     "unevaluatedProperties is a schema"),
+    # a finite set of undeclared names still lets a key repeat
+    ({"type": "object", "propertyNames": {"enum": ["a", "b"]}}, "propertyNames lists 2 names"),
+    ({"type": "object", "properties": P_A, "propertyNames": {"enum": ["a", "b"]}, "additionalProperties": True},
+     "propertyNames lists 2 names"),
+    # past the compiled bound, maxProperties is not enforced
+    ({"type": "object", "maxProperties": 100}, "maxProperties 100 is over maskc's bound of 64"),
+])
+def test_unbounded_object_near_misses_of_the_closing_keywords(schema: Any, needle: str) -> None:
+    [f] = lint(schema, "unbounded-object")
+    assert f.pointer == "" and needle in f.message
+
+
+def test_unbounded_object_reads_the_semantics() -> None:
+    declared = {"type": "object", "properties": P_A, "required": ["a"]}
+    assert hits(declared, "unbounded-object") == []  # generation: declared keys only
+    assert exact_hits(declared, "unbounded-object") == [""]  # JSON Schema admits other keys
+    [f] = lint_schema(LintContext(declared, options=CompileOptions(semantics="exact")), select=["unbounded-object"])
+    assert "exact semantics" in f.message
+    closed = {**declared, "additionalProperties": False}
+    assert exact_hits(closed, "unbounded-object") == []
+
+
+def test_unevaluated_properties_beside_a_union_is_not_read_as_closing() -> None:
+    # the compiler refuses unevaluatedProperties next to anyOf / if (the evaluated keys depend on
+    # the branch) and compiles without it: open in exact semantics, closed in generation
+    for extra in ({"anyOf": [{"required": ["a"]}, {}]}, {"if": {"required": ["a"]}, "then": {}}):
+        schema = {"type": "object", "properties": P_A, "unevaluatedProperties": False, **extra}
+        assert hits(schema, "unbounded-object") == []
+        found = lint_schema(LintContext(schema, options=CompileOptions(semantics="exact")),
+                            select=["unbounded-object"])
+        assert [f.pointer for f in found] == [""]
+        assert "unevaluatedProperties next to" in found[0].message
 
 
 def test_union_branches_sharing_a_problem_report_it_once() -> None:

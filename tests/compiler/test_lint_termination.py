@@ -347,9 +347,61 @@ def test_unknown_format_is_its_own_rule() -> None:
     assert not of(found, "unenforced-keyword")
 
 
+@pytest.mark.parametrize("fmt,detail", [
+    ("phone", "unknown format 'phone'"),
+    ("password", "format 'password' on a string"),  # a known annotation-only format
+    ("int32", "format 'int32' on a string"),
+])
+def test_annotation_formats_are_unknown_format_in_strict_mode_too(fmt: str, detail: str) -> None:
+    schema = {"type": "object", "properties": {"p": {"type": "string", "format": fmt}}, "required": ["p"]}
+    for lenient in (False, True):
+        found = run(schema, lenient=lenient)
+        [f] = of(found, "unknown-format")
+        assert (f.pointer, f.severity, f.data["kind"]) == ("/properties/p/format", "warning", "annotation")
+        assert f.message.startswith(detail) and "not checked" in f.message
+        assert "--lenient" not in f.message  # an annotation compiles in strict mode too
+        assert not of(found, "unenforced-keyword")
+
+
+def test_a_format_on_a_number_is_an_unchecked_format() -> None:
+    found = run({"type": "number", "format": "float"})
+    assert [(f.rule, f.pointer) for f in found if f.rule in ("unknown-format", "unenforced-keyword")] == [
+        ("unknown-format", "/format")]
+    # an integer format on an integer is a range: enforced, nothing to report
+    found = run({"type": "integer", "format": "int32"})
+    assert not of(found, "unknown-format") and not of(found, "unenforced-keyword")
+
+
+@pytest.mark.parametrize("schema", [
+    {"then": {"type": "string"}},  # then without if constrains nothing: JSON Schema agrees
+    {"type": "array", "maxContains": 2},  # maxContains without contains
+])
+def test_other_annotations_are_neither_rule(schema: Any) -> None:
+    found = run(schema)
+    assert not of(found, "unknown-format") and not of(found, "unenforced-keyword")
+
+
+def test_refused_keywords_stay_unenforced_keyword_beside_annotations() -> None:
+    schema = {"type": "object", "properties": {
+        "p": {"type": "string", "format": "phone"},
+        "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}}}
+    found = run(schema)
+    assert [f.pointer for f in of(found, "unenforced-keyword")] == ["/properties/tags/uniqueItems"]
+    assert [f.pointer for f in of(found, "unknown-format")] == ["/properties/p/format"]
+
+
 @pytest.mark.parametrize("schema", [
     {"type": "array", "items": {"type": "integer"}, "maxItems": 3},
     {"type": "string", "format": "email"},
+    {"type": "string", "format": "duration"},
+    {"type": "string", "format": "uri-reference"},
+    # keywords maskc now enforces
+    {"type": "integer", "multipleOf": 3},
+    {"type": "string", "not": {"const": "x"}},
+    {"type": "array", "items": {"enum": [1, 2, 3]}, "uniqueItems": True},
+    {"type": "array", "items": {"type": "integer"}, "contains": {"minimum": 5}, "maxContains": 2, "maxItems": 4},
+    {"type": "object", "propertyNames": {"pattern": "^[a-z]+$"}, "maxProperties": 3},
+    {"type": "object", "properties": {"a": {"type": "integer"}}, "dependentRequired": {"a": ["b"]}},
     {"type": "object", "properties": {"a": {"type": "string", "description": "multipleOf"}}},
 ])
 def test_unenforced_near_misses(schema: Any) -> None:

@@ -127,6 +127,24 @@ def test_unenforced_keyword_lowers_the_severity_and_says_so() -> None:
     assert [e["pointer"] for e in f.data["not_enforced"]] == ["/oneOf/0/multipleOf", "/oneOf/1/multipleOf"]
 
 
+def test_an_annotation_does_not_lower_the_severity() -> None:
+    # an unknown or annotation-only format constrains nothing in JSON Schema either: "" is
+    # accepted by both branches, so the oneOf is a real error
+    for fmt in ("password", "phone"):
+        schema = {"oneOf": [{"type": "string", "format": fmt}, {"type": "string", "maxLength": 3}]}
+        [f] = lint(schema, "ambiguous-union")
+        assert (f.severity, f.witness) == ("error", '""')
+        assert "does not enforce" not in f.message and "not_enforced" not in f.data
+        assert "never generates it" in f.message
+        check_witness(schema, f)
+
+
+def test_an_annotation_does_not_hide_an_empty_union() -> None:
+    schema = {"type": "string", "format": "password", "oneOf": [{"const": "a"}, {"enum": ["a"]}]}
+    [f] = lint(schema, "unsatisfiable")
+    assert f.pointer == "" and f.data["source"] == "automaton"
+
+
 def test_enforced_multiple_of_makes_the_shared_value_an_error() -> None:
     schema = {"oneOf": [{"type": "integer", "multipleOf": 2}, {"type": "integer", "multipleOf": 3}]}
     [f] = lint(schema, "ambiguous-union")
@@ -195,6 +213,20 @@ DIRECT: list[tuple[dict[str, Any], list[str]]] = [
     ({"enum": [1, 2], "const": 3}, ["const", "enum"]),
     # maskc generates no undeclared property unless additionalProperties allows one
     ({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]}, ["required", "properties"]),
+    # contains counts no array meets
+    ({"type": "array", "contains": {"type": "integer"}, "minContains": 3, "maxContains": 2},
+     ["contains", "minContains", "maxContains"]),
+    ({"type": "array", "contains": {"type": "integer"}, "maxContains": 0}, ["contains", "maxContains"]),
+    ({"type": "array", "contains": {"type": "integer"}, "maxItems": 0}, ["contains", "maxItems"]),
+    ({"type": "array", "contains": {"type": "integer"}, "minContains": 3, "maxItems": 2},
+     ["contains", "minContains", "maxItems"]),
+    ({"type": "array", "contains": False}, ["contains"]),
+    # a not that the node itself implies
+    ({"type": "string", "not": {"type": "string"}}, ["not", "type"]),
+    ({"type": "string", "maxLength": 3, "not": {"type": "string"}}, ["not", "type"]),
+    ({"enum": ["a", "b"], "not": {"enum": ["a", "b"], "description": "an annotation is no constraint"}},
+     ["not", "enum"]),
+    ({"type": "integer", "not": {}}, ["not"]),
 ]
 
 
@@ -202,6 +234,31 @@ DIRECT: list[tuple[dict[str, Any], list[str]]] = [
 def test_unsatisfiable_contradictions(schema: dict[str, Any], keywords: list[str]) -> None:
     [f] = lint(schema, "unsatisfiable")
     assert (f.pointer, f.severity, f.data["source"], f.data["keywords"]) == ("", "error", "keywords", keywords)
+
+
+# Instances that JSON Schema would accept if the contradiction were not one: each is rejected.
+PROBES: list[Any] = [[], [1], [1, 2], [1, 2, 3], ["a"], "", "a", "abcd", 0, 1, None, {}, True]
+
+
+@pytest.mark.parametrize("schema,keywords", [row for row in DIRECT if row[1][0] in ("contains", "not")])
+def test_new_contradictions_are_confirmed_by_a_validator(schema: dict[str, Any], keywords: list[str]) -> None:
+    assert not any(jsonschema.Draft202012Validator(schema).is_valid(v) for v in PROBES)
+
+
+def test_contradictions_in_exact_semantics_are_json_schemas_only() -> None:
+    exact = CompileOptions(semantics="exact")
+    # an undeclared required key is a JSON Schema instance's right
+    undeclared = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]}
+    assert lint(undeclared, "unsatisfiable") != []
+    assert lint_schema(LintContext(undeclared, options=exact), select=["unsatisfiable"]) == []
+    # no types inferred: the crossed string bounds leave every other type
+    untyped = {"minLength": 5, "maxLength": 2}
+    found = lint_schema(LintContext(untyped, options=exact), select=["unsatisfiable"])
+    assert all(f.data.get("source") != "keywords" for f in found)
+    # JSON Schema's own contradictions stay
+    typed = {"type": "array", "contains": {"type": "integer"}, "maxItems": 0}
+    [f] = lint_schema(LintContext(typed, options=exact), select=["unsatisfiable"])
+    assert f.data["semantics"] == "json-schema" and f.message.startswith("no value satisfies this schema")
 
 
 def test_unsatisfiable_points_at_the_innermost_culprit() -> None:
@@ -252,6 +309,17 @@ SATISFIABLE: list[dict[str, Any]] = [
                {"properties": {"c": {"const": "y"}}, "required": ["url"]}]},
     {"$defs": {"base": {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["url"]}},
      "type": "object", "properties": {"url": {"type": "string"}}, "allOf": [{"$ref": "#/$defs/base"}]},
+    # contains counts that some array meets
+    {"type": "array", "contains": {"type": "integer"}, "minContains": 0, "maxItems": 0},
+    {"type": "array", "contains": {"type": "integer"}, "minContains": 2, "maxContains": 2, "maxItems": 2},
+    {"type": "array", "contains": False, "minContains": 0},
+    {"type": "array", "minContains": 2, "maxItems": 0},  # minContains without contains: no constraint
+    {"type": ["array", "string"], "contains": {"type": "integer"}, "maxItems": 0},  # strings remain
+    # a not stricter than its node, or whose keywords read differently beside other siblings
+    {"type": "string", "not": {"type": "string", "maxLength": 3}},
+    {"type": "object", "properties": {"a": {}}, "additionalProperties": False, "not": {"additionalProperties": False}},
+    {"type": "array", "contains": {"type": "integer"}, "minContains": 0, "not": {"contains": {"type": "integer"}}},
+    {"type": "string", "not": {"type": "integer"}},
 ]
 
 
