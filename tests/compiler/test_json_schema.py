@@ -206,3 +206,19 @@ def test_simple_not_forms(schema: Any, ok: list[Any], bad: list[Any]) -> None:
 ])
 def test_enum_values_obey_sibling_keywords(schema: Any, ok: list[Any], bad: list[Any]) -> None:
     check_values(schema, ok, bad)
+
+
+@pytest.mark.parametrize("schema,accepted,rejected", [
+    ({"minLength": 5, "maxLength": 2}, [b"3", b"null", b"[]"], [b'"ab"', b'"abcdef"']),
+    ({"minimum": 5, "maximum": 2}, [b'"ab"', b"null"], [b"3", b"7"]),
+    ({"type": ["string", "integer"], "maxLength": 1.0, "minLength": 1.0}, [b'"a"', b"12"], [b'""', b'"ab"']),
+])
+def test_bounds_no_value_of_one_type_meets_empty_that_type_only(schema: Any, accepted: list[bytes],
+                                                                 rejected: list[bytes]) -> None:
+    import maskc
+    from maskc.compiler.vocab import byte_tokenizer
+
+    art = maskc.compile_json_schema(schema, byte_tokenizer(), semantics="exact")
+    for text in accepted + rejected:
+        m = art.matcher()
+        assert bool(m.accept_string(text) and m.can_terminate()) is (text in accepted), text

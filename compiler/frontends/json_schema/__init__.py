@@ -124,7 +124,18 @@ class SchemaCompiler(ConditionalsMixin, RefsMixin, CombinatorsMixin, ObjectsMixi
                 raise SchemaError("enum must be an array", pointer=ptr(pointer, "enum"))
             return self.literals(schema["enum"], schema, pointer, depth)
         types = self.types_of(schema, pointer)
-        return alt(*(self.typed(t, schema, pointer, depth) for t in types))
+        # Bounds that no string (say) meets empty that type only: {"minLength": 5,
+        # "maxLength": 2} still admits every number. All types empty: the first reason.
+        parts: list[Node] = []
+        empty: EmptyLanguage | None = None
+        for t in types:
+            try:
+                parts.append(self.typed(t, schema, pointer, depth))
+            except EmptyLanguage as e:
+                empty = empty or e
+        if not parts and empty is not None:
+            raise empty
+        return alt(*parts)
 
     def types_of(self, schema: dict[str, JsonValue], pointer: str) -> list[str]:
         t = schema.get("type")

@@ -87,6 +87,9 @@ class ScalarsMixin(Base):
         lo = schema.get("minLength", 0)
         hi = schema.get("maxLength")
         for k, v in (("minLength", lo), ("maxLength", hi)):
+            if isinstance(v, float) and v.is_integer():  # draft 6 on: 2.0 is the integer 2
+                v = int(v)
+                lo, hi = (v, hi) if k == "minLength" else (lo, v)
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
                 raise SchemaError(f"{k} must be a non-negative integer", pointer=_ptr(pointer, k))
         if hi is not None and hi < lo:
