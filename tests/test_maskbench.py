@@ -31,11 +31,10 @@ from tests.maskbench import (
 
 PER_SPLIT = 4
 SEED = 0
-# Measured on the 60-schema subset: 39 compiled (65%), 43 of 46 valid instances accepted
-# (93%); the 3 rejected carry properties the schema does not list, and extra properties are
-# off by default.
-MIN_COMPILED_FRACTION = 0.6
-MIN_VALID_ACCEPTED_FRACTION = 0.9
+# Compiled in exact semantics (the labels are JSON Schema's verdicts). Measured on the
+# 60-schema subset: 48 compiled (80%; the rest refused by name or past the 20 s limit), every
+# valid instance of a compiled schema accepted, no invalid one.
+MIN_COMPILED_FRACTION = 0.7
 
 
 # -- harness -------------------------------------------------------------------------------
@@ -160,11 +159,20 @@ def test_maskbench_slice() -> None:
     if len(compiled) < MIN_COMPILED_FRACTION * len(results):
         problems.append(f"only {len(compiled)} of {len(results)} schemas compiled "
                         f"(floor {MIN_COMPILED_FRACTION:.0%})")
-    valid = total["valid_accepted"] + total["valid_rejected"]
-    if valid and total["valid_accepted"] < MIN_VALID_ACCEPTED_FRACTION * valid:
-        rejected = [r for r in compiled if r.valid_rejected]
-        problems.append(
-            f"only {total['valid_accepted']} of {valid} valid instances accepted "
-            f"(floor {MIN_VALID_ACCEPTED_FRACTION:.0%}):\n"
-            + "\n".join(_describe(r, r.valid_rejected_tests) for r in rejected))
+    rejected = [r for r in compiled if r.valid_rejected]
+    if rejected:
+        problems.append("valid instances rejected (exact semantics admits every instance):\n"
+                        + "\n".join(_describe(r, r.valid_rejected_tests) for r in rejected))
     assert not problems, "\n\n".join(problems) + "\n\nsummary:\n" + report
+
+
+def test_serialize_puts_required_names_before_a_dependent_schemas_required() -> None:
+    # the grammar places the object's required names, then the names its dependencies
+    # mention; a dependent schema's own required names do not move ahead of them
+    schema = {"type": "object", "patternProperties": {"^[a-e]$": True}, "additionalProperties": False,
+              "allOf": [{"dependencies": {"a": {"anyOf": [{"required": ["c"]}, {"required": ["b"]}]}}},
+                        {"required": ["a"]}]}
+    assert _ser({"b": True, "a": True}, schema) == '{"a":true,"b":true}'
+    art = maskc.compile_json_schema(schema, maskc.compiler.vocab.byte_tokenizer(), semantics="exact")
+    m = art.matcher()
+    assert m.accept_string(serialize({"b": True, "a": True}, schema)) and m.can_terminate()

@@ -127,7 +127,7 @@ class _Walker:
                     table = schema.get(kw)
                     if isinstance(table, dict):
                         deps = [(d, _pointer(ptr, kw, t)) for t, d in table.items() if t in instance and isinstance(d, dict)]
-                        out += self.flatten(instance, deps, depth + 1)
+                        out += [c | {"$$dep": True} for c in self.flatten(instance, deps, depth + 1)]
         return out
 
     # -- values -------------------------------------------------------------------------
@@ -152,18 +152,22 @@ class _Walker:
             props = s.get("properties")
             if isinstance(props, dict):
                 listed += [k for k in props if k not in listed]
-        for s in flat:
-            req = s.get("required")
-            if isinstance(req, list):
-                listed += [k for k in req if isinstance(k, str) and k not in listed]
-        for s in flat:
-            # names a dependency mentions come next, in order of mention (trigger, then dependents)
-            for kw in ("dependentRequired", "dependentSchemas", "dependencies"):
-                table = s.get(kw)
-                if isinstance(table, dict):
-                    for trigger, dep in table.items():
-                        names = [trigger, *(dep if isinstance(dep, list) else ())]
-                        listed += [k for k in names if isinstance(k, str) and k not in listed]
+        for dependent in (False, True):
+            # the required names of the object, then (below) the names its dependencies mention;
+            # a dependent schema's required names come after both, as the compiler places them
+            if dependent:
+                for s in flat:
+                    # in order of mention (trigger, then dependents)
+                    for kw in ("dependentRequired", "dependentSchemas", "dependencies"):
+                        table = s.get(kw)
+                        if isinstance(table, dict):
+                            for trigger, dep in table.items():
+                                names = [trigger, *(dep if isinstance(dep, list) else ())]
+                                listed += [k for k in names if isinstance(k, str) and k not in listed]
+            for s in flat:
+                req = s.get("required")
+                if bool(s.get("$$dep")) is dependent and isinstance(req, list):
+                    listed += [k for k in req if isinstance(k, str) and k not in listed]
         keys = [k for k in listed if k in value] + [k for k in value if k not in listed]
         out: dict[str, Any] = {}
         for k in keys:
