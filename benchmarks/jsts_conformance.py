@@ -27,7 +27,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from tests.jsts import DRAFTS, EXPECTED_FILE, jsts_location, run_file, suite_files  # noqa: E402
+from tests.jsts import DRAFTS, EXPECTED_FILE, jsts_location, keyed, run_file, suite_files  # noqa: E402
 
 FORMAT_DEVIATION = ("maskc asserts the formats it knows (the format-assertion vocabulary); the suite's "
                     "default reads format as an annotation")
@@ -41,15 +41,6 @@ def deviation_reason(file: str, case: str, instance: str) -> str:
         return ("maskc reads no custom metaschema's $vocabulary: the validation keywords are enforced even "
                 "where the metaschema leaves the validation vocabulary out")
     return "restriction: maskc does not generate this valid instance (review before listing)"
-
-
-def keyed(names: list[str]) -> list[str]:
-    seen: dict[str, int] = {}
-    out = []
-    for n in names:
-        seen[n] = seen.get(n, 0) + 1
-        out.append(n if seen[n] == 1 else f"{n} #{seen[n]}")
-    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:

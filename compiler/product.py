@@ -21,7 +21,7 @@ from maskc.compiler.ir import Node
 from maskc.compiler.minimize import minimize
 from maskc.compiler.nfa import lower
 
-__all__ = ["operand_dfa"]
+__all__ = ["operand_dfa", "proven_empty"]
 
 _CACHE_SIZE = 64
 # id(node) -> (node, dfa): the node is held, so its id cannot be reused while cached.
@@ -31,6 +31,22 @@ _lock = threading.Lock()
 
 def _empty_dfa() -> Dfa:
     return Dfa(np.full((1, 1), DEAD, dtype=np.int32), np.zeros(256, dtype=np.uint8), np.zeros(1, dtype=np.bool_))
+
+
+def proven_empty(node: Node, *, max_states: int, deadline: float | None) -> bool:
+    """Whether the regular language of ``node`` is proven empty: False when it is not, and
+    when ``max_states`` leaves the question open (callers then keep what they would keep for
+    a non-empty language, which is sound either way).
+
+    Raises:
+        TimeLimitExceeded: ``deadline`` passed.
+    """
+    try:
+        dfa = determinize(lower(node, max_states=4 * max_states, deadline=deadline),
+                          max_states=max_states, deadline=deadline)
+    except StateLimitExceeded:
+        return False
+    return not bool(coreachable(dfa.trans, dfa.accepting)[0])
 
 
 def operand_dfa(node: Node, *, max_states: int, deadline: float | None) -> Dfa:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
+import maskc
 from maskc.compiler.dfa import Dfa
 from maskc.compiler.frontends.json_schema import schema_to_ir
 from maskc.compiler.frontends.regex import regex_to_ir
@@ -12,6 +14,7 @@ from maskc.compiler.frontends.json_schema.refs import has_ref, map_refs
 from maskc.compiler.ir import NOTHING, Grammar, Node
 from maskc.compiler.options import CompileOptions, parse_whitespace
 from maskc.compiler.pipeline import grammar_dfa
+from maskc.compiler.vocab import byte_tokenizer
 
 
 def dfa_of(node: Node) -> Dfa:
@@ -48,3 +51,20 @@ def schema_dfa(schema: Any, whitespace: str = "compact", lenient: bool = False) 
 
 def compact(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+@functools.lru_cache(maxsize=128)
+def _byte_artifact(schema_json: str, semantics: str, whitespace: str) -> maskc.Artifact:
+    opts = CompileOptions(parse_whitespace(whitespace), semantics=semantics)  # type: ignore[arg-type]
+    return maskc.compile_json_schema(json.loads(schema_json), byte_tokenizer(), options=opts)
+
+
+def byte_artifact(schema: Any, semantics: str = "exact", whitespace: str = "compact") -> maskc.Artifact:
+    """``schema`` compiled over the byte vocabulary (its masks are the automaton's own), cached."""
+    return _byte_artifact(json.dumps(schema), semantics, whitespace)
+
+
+def accepts(schema: Any, text: str | bytes, semantics: str = "exact", whitespace: str = "compact") -> bool:
+    """Whether ``schema``'s grammar accepts exactly ``text`` (then allows EOS)."""
+    m = byte_artifact(schema, semantics, whitespace).matcher()
+    return bool(m.accept_string(text.encode() if isinstance(text, str) else text) and m.can_terminate())

@@ -20,7 +20,7 @@ from maskc.compiler.vocab import byte_tokenizer
 from tests.maskbench import error_reason, serialize
 
 __all__ = ["DRAFTS", "EXPECTED_FILE", "JSTS_HOWTO", "CaseResult", "jsts_location", "suite_files", "judge_case",
-           "run_file", "with_draft", "load_expected"]
+           "run_file", "with_draft", "load_expected", "keyed"]
 
 DRAFTS = ("draft2020-12", "draft7")
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -110,6 +110,17 @@ def run_file(path: Path, draft: str, **kw: Any) -> Iterator[CaseResult]:
     vocab = byte_tokenizer()
     for case in json.loads(path.read_text(encoding="utf-8")):
         yield judge_case(case, draft, vocab, **kw)
+
+
+def keyed(names: list[str]) -> list[str]:
+    """Case descriptions made unique within a file (a repeat gets `` #2``, ...): the keys of
+    the expected file."""
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+        out.append(n if seen[n] == 1 else f"{n} #{seen[n]}")
+    return out
 
 
 def load_expected(path: Path = EXPECTED_FILE) -> dict[str, Any]:

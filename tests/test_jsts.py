@@ -16,22 +16,12 @@ from typing import Any
 
 import pytest
 
-from tests.jsts import DRAFTS, EXPECTED_FILE, JSTS_HOWTO, jsts_location, load_expected, run_file, suite_files
+from tests.jsts import DRAFTS, EXPECTED_FILE, JSTS_HOWTO, jsts_location, keyed, load_expected, run_file, suite_files
 
 pytestmark = pytest.mark.slow
 
 _FILES = [(d, f) for d in DRAFTS for f in suite_files(d)]
 _REWRITE = f"update {EXPECTED_FILE.name} with: python benchmarks/jsts_conformance.py --write-expected"
-
-
-def _keyed(names: list[str]) -> list[str]:
-    """Case descriptions made unique within a file (a repeat gets `` #2``, ...)."""
-    seen: dict[str, int] = {}
-    out = []
-    for n in names:
-        seen[n] = seen.get(n, 0) + 1
-        out.append(n if seen[n] == 1 else f"{n} #{seen[n]}")
-    return out
 
 
 @pytest.mark.skipif(not _FILES, reason=f"JSON-Schema-Test-Suite not found at {jsts_location()}: {JSTS_HOWTO}")
@@ -42,7 +32,7 @@ def test_suite_file(draft: str, path: Path) -> None:
     deviations_ok: dict[str, dict[str, str]] = expected.get("deviations", {})
     results = list(run_file(path, draft))
     problems: list[str] = []
-    for key, r in zip(_keyed([r.description for r in results]), results):
+    for key, r in zip(keyed([r.description for r in results]), results):
         for inst in r.invalid_accepted:
             problems.append(f"{key!r}: invalid instance accepted: {inst!r}")
         if r.refused is not None:
@@ -59,7 +49,7 @@ def test_suite_file(draft: str, path: Path) -> None:
                 problems.append(f"{key!r}: valid instance rejected: {inst!r}")
         for inst in set(allowed) - set(r.valid_rejected):
             problems.append(f"{key!r}: {inst!r} is listed as a deviation but gets the suite's verdict; {_REWRITE}")
-    known = set(_keyed([r.description for r in results]))
+    known = set(keyed([r.description for r in results]))
     for key in (set(refused_ok) | set(deviations_ok)) - known:
         problems.append(f"{key!r} is listed but is no case of {path.name}; {_REWRITE}")
     assert not problems, "\n".join(problems)

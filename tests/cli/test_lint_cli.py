@@ -22,7 +22,7 @@ import maskc.compiler.lint
 from maskc.cli import app
 from maskc.cli.findings import FileReport, sarif_log
 from maskc.compiler.findings import Finding, rule_info
-from tests.maskbench import maskbench_dir, schema_files
+from tests.maskbench import MASKBENCH_HOWTO, maskbench_dir, maskbench_location, schema_files
 
 FAKE = "tests.cli.lint_fake_rules"
 SARIF_SCHEMA = Path(__file__).resolve().parent.parent / "data" / "sarif-schema-2.1.0.json"
@@ -432,7 +432,7 @@ def test_a_pyproject_without_the_table_is_passed_over() -> None:
 def test_maskbench_sample_lints_without_crashing(tmp_path: Path) -> None:
     folder = maskbench_dir()
     if folder is None:
-        pytest.skip("MaskBench data absent")
+        pytest.skip(f"MaskBench data not found at {maskbench_location()}: {MASKBENCH_HOWTO}")
     files = schema_files(folder)
     # every 93rd file from the third: 30 files across the splits (the corpus run, in
     # benchmarks/lint_corpus.py, covers them all with a time limit each)

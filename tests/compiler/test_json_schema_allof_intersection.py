@@ -6,7 +6,6 @@ values; the serializer's key order for listed values, dependencies and dynamic r
 
 from __future__ import annotations
 
-import functools
 import json
 from typing import Any
 
@@ -20,22 +19,12 @@ import maskc
 from maskc.compiler.errors import UnsupportedKeyword
 from maskc.compiler.frontends.json_schema.combinators import _common_multiple
 from maskc.compiler.vocab import byte_tokenizer
+from tests.helpers import accepts as _accepts
+from tests.helpers import byte_artifact
 from tests.maskbench import serialize
 
 _VOCAB = byte_tokenizer()
 _2020 = "https://json-schema.org/draft/2020-12/schema"
-
-
-@functools.lru_cache(maxsize=64)
-def _artifact(schema_json: str, semantics: str) -> maskc.Artifact:
-    opts = maskc.CompileOptions(semantics=semantics)  # type: ignore[arg-type]
-    return maskc.compile_json_schema(json.loads(schema_json), _VOCAB, options=opts)
-
-
-def _accepts(schema: Any, text: str | bytes, semantics: str = "exact") -> bool:
-    m = _artifact(json.dumps(schema), semantics).matcher()
-    data = text.encode() if isinstance(text, str) else text
-    return bool(m.accept_string(data) and m.can_terminate())
 
 
 BOTH = [
@@ -129,7 +118,7 @@ def test_exact_semantics(schema: Any, accepted: list[str], rejected: list[str]) 
 def test_refusals_name_allof(schema: Any, detail: str) -> None:
     for semantics in ("exact", "generation"):
         with pytest.raises(UnsupportedKeyword) as info:
-            _artifact(json.dumps(schema), semantics)
+            byte_artifact(schema, semantics)
         assert info.value.keyword == "allOf" and detail in str(info.value)
     opts = maskc.CompileOptions(lenient=True)
     art = maskc.compile_json_schema(schema, _VOCAB, options=opts)

@@ -3,8 +3,6 @@ branch by value (key order and number spelling do not let a shared value through
 
 from __future__ import annotations
 
-import functools
-import json
 from typing import Any
 
 import jsonschema
@@ -12,22 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis_jsonschema import from_schema
 
-import maskc
-from maskc.compiler.vocab import byte_tokenizer
+from tests.helpers import accepts as _accepts
 from tests.maskbench import serialize
-
-_VOCAB = byte_tokenizer()
-
-
-@functools.lru_cache(maxsize=64)
-def _artifact(schema_json: str, semantics: str) -> maskc.Artifact:
-    opts = maskc.CompileOptions(semantics=semantics)  # type: ignore[arg-type]
-    return maskc.compile_json_schema(json.loads(schema_json), _VOCAB, options=opts)
-
-
-def _accepts(schema: Any, text: str, semantics: str = "exact") -> bool:
-    m = _artifact(json.dumps(schema), semantics).matcher()
-    return bool(m.accept_string(text.encode()) and m.can_terminate())
 
 
 @pytest.mark.parametrize(

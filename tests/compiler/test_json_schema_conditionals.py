@@ -4,7 +4,6 @@ by name, and a soundness property against jsonschema (any value, any spelling)."
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from typing import Any
 
 import jsonschema
@@ -13,28 +12,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
-import maskc
-from maskc.artifacts.artifact import Artifact
 from maskc.compiler.errors import UnsupportedKeyword
 from maskc.compiler.frontends.json_schema import schema_to_ir
-from maskc.compiler.options import CompileOptions, parse_whitespace
-from maskc.compiler.vocab import byte_tokenizer
+from maskc.compiler.options import CompileOptions
+from tests.helpers import accepts
 from tests.maskbench import serialize
 
-_VOCAB = byte_tokenizer()
 _SEMANTICS = ("exact", "generation")
-
-
-@lru_cache(maxsize=None)
-def _artifact(schema_json: str, semantics: str, whitespace: str = "compact") -> Artifact:
-    opts = CompileOptions(parse_whitespace(whitespace), semantics=semantics)  # type: ignore[arg-type]
-    return maskc.compile_json_schema(json.loads(schema_json), _VOCAB, options=opts)
-
-
-def accepts(schema: Any, text: str | bytes, semantics: str = "exact", whitespace: str = "compact") -> bool:
-    art = _artifact(json.dumps(schema), semantics, whitespace)
-    m = art.matcher()
-    return bool(m.accept_string(text) and m.can_terminate())
 
 
 KIND = {

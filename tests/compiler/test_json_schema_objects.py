@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from functools import lru_cache
 from typing import Any
 
 import jsonschema
@@ -21,6 +20,7 @@ from maskc.compiler.errors import EmptyLanguage, UnsupportedKeyword
 from maskc.compiler.ir import Fields, lit
 from maskc.compiler.options import CompileOptions
 from maskc.compiler.vocab import byte_tokenizer
+from tests.helpers import accepts as _accepts
 from tests.helpers import compact, dfa_of
 from tests.maskbench import serialize
 
@@ -31,16 +31,6 @@ DRAFT7 = "http://json-schema.org/draft-07/schema#"
 
 def _opts(semantics: Any, lenient: bool = False) -> CompileOptions:
     return CompileOptions(lenient=lenient, semantics=semantics)
-
-
-@lru_cache(maxsize=64)
-def _art(schema_json: str, semantics: str) -> maskc.Artifact:
-    return maskc.compile_json_schema(json.loads(schema_json), VOCAB, options=_opts(semantics))
-
-
-def _accepts(schema: Any, text: bytes, semantics: str) -> bool:
-    m = _art(json.dumps(schema), semantics).matcher()
-    return bool(m.accept_string(text) and m.can_terminate())
 
 
 def _validator(schema: Any) -> Any:

@@ -1,12 +1,13 @@
-"""JSON Schema (draft 2020-12, and draft 7's forms) to a :class:`~maskc.compiler.ir.Grammar`.
+"""JSON Schema (drafts 04 to 2020-12, see :mod:`.drafts`) to a :class:`~maskc.compiler.ir.Grammar`.
 
 Output follows the schema's property order; optional properties may be skipped. A keyword
 that the grammar cannot enforce raises :class:`UnsupportedKeyword` naming it and its JSON
 pointer, or, in lenient mode, is recorded in ``not_enforced`` and compiled without.
 A schema without recursion compiles to one regular rule; recursive ``$ref``s and
-free-form values (``{}``, ``true``) become rules (see :mod:`.refs`). One module per
-keyword family: :mod:`.refs`, :mod:`.combinators`, :mod:`.objects`, :mod:`.arrays`,
-:mod:`.scalars`.
+free-form values (``{}``, ``true``) become rules (see :mod:`.refs`). The semantics
+(``generation`` or ``exact``) comes with the options. One module per keyword family:
+:mod:`.refs`, :mod:`.combinators`, :mod:`.conditionals` (``not``, ``if``), :mod:`.objects`,
+:mod:`.arrays` (with :mod:`.sequences` and :mod:`.complement`), :mod:`.scalars`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from maskc.compiler.frontends.json_schema.base import (
     OBJECT_KW,
     STRING_KW,
     TYPES,
-    UNSUPPORTED,
     JsonValue,
     dumps_layout,
     ptr,
@@ -36,7 +36,7 @@ from maskc.compiler.frontends.json_schema.validate import check_schema
 from maskc.compiler.ir import NOTHING, Grammar, Node, alt, lit
 from maskc.compiler.options import CompileOptions
 
-__all__ = ["schema_to_ir", "SchemaCompiler", "ANNOTATIONS", "UNSUPPORTED", "dumps_layout", "ANY_RULE"]
+__all__ = ["schema_to_ir", "SchemaCompiler", "ANNOTATIONS", "dumps_layout", "ANY_RULE"]
 
 
 class SchemaCompiler(ConditionalsMixin, RefsMixin, CombinatorsMixin, ObjectsMixin, ArraysMixin, ScalarsMixin):
@@ -107,11 +107,6 @@ class SchemaCompiler(ConditionalsMixin, RefsMixin, CombinatorsMixin, ObjectsMixi
                 return self.negation(schema, pointer, depth)
         if "if" in schema or "then" in schema or "else" in schema:
             return self.conditional(schema, pointer, depth)
-        for kw in schema:
-            if kw in UNSUPPORTED:
-                if kw in ("minProperties",) and schema[kw] == 0:
-                    continue
-                self.unsupported(kw, ptr(pointer, kw))
         if "allOf" in schema:
             return self.merged(schema, pointer, depth, "allOf")
         for kw in ("anyOf", "oneOf"):

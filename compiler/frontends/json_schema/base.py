@@ -21,7 +21,6 @@ from maskc.compiler.options import CompileOptions
 __all__ = [
     "JsonValue",
     "ANNOTATIONS",
-    "UNSUPPORTED",
     "TYPES",
     "STRING_KW",
     "NUMBER_KW",
@@ -44,13 +43,6 @@ ANNOTATIONS = frozenset(
     }
 )
 """Keywords that never constrain an instance."""
-
-# Validation keywords the grammar does not enforce (yet): an error, or not_enforced.
-UNSUPPORTED: frozenset[str] = frozenset(
-    {
-    }
-)
-"""Validation keywords the grammar does not enforce: an error, or (lenient) ``not_enforced``."""
 
 TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 STRING_KW = frozenset({"minLength", "maxLength", "pattern", "format"})
@@ -146,6 +138,11 @@ class Base:
             self.not_enforced.append(entry)
 
     # -- implemented by the families (declared here for the type checker) ---------------
+
+    @property
+    def draft(self) -> str:
+        """The draft the root's ``$schema`` names (see :mod:`.drafts`)."""
+        raise NotImplementedError
 
     def value(self, schema: JsonValue, pointer: str, depth: int) -> Node:
         """The language of ``schema`` at JSON nesting ``depth``."""

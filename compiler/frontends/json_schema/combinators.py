@@ -26,7 +26,7 @@ from fractions import Fraction
 from itertools import permutations
 from math import gcd, lcm
 
-from maskc.compiler.errors import EmptyLanguage, SchemaError, StateLimitExceeded, UnsupportedKeyword
+from maskc.compiler.errors import EmptyLanguage, SchemaError, UnsupportedKeyword
 from maskc.compiler.frontends.json_schema.base import ANNOTATIONS, TYPES, Base, JsonValue, dumps_layout, ptr
 from maskc.compiler.frontends.json_schema.refs import has_ref, map_refs
 from maskc.compiler.frontends.json_text import CANONICAL_ANY_CHAR, Layout
@@ -50,6 +50,7 @@ from maskc.compiler.ir import (
     seq,
 )
 from maskc.compiler.options import Whitespace
+from maskc.compiler.product import proven_empty
 
 __all__ = ["CombinatorsMixin", "CANONICAL_TEXT"]
 
@@ -609,15 +610,7 @@ def _disjoint(a: Node, b: Node, limit: int, deadline: float) -> bool:
     Raises:
         TimeLimitExceeded: past the compile's deadline.
     """
-    from maskc.compiler.dfa import coreachable, determinize
-    from maskc.compiler.nfa import lower
-
-    try:
-        nfa = lower(Product(a, b, "and"), max_states=limit * 4, deadline=deadline)
-        dfa = determinize(nfa, max_states=limit, deadline=deadline)
-    except StateLimitExceeded:
-        return False
-    return not bool(coreachable(dfa.trans, dfa.accepting)[0])
+    return proven_empty(Product(a, b, "and"), max_states=limit, deadline=deadline)
 
 
 def _any_order(node: Node) -> Node:

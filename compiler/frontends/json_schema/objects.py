@@ -18,10 +18,12 @@ from typing import Any
 from maskc.compiler.errors import EmptyLanguage, RegexSyntaxError, SchemaError, UnsupportedRegex
 from maskc.compiler.frontends.json_schema.base import Base, JsonValue, dumps_layout
 from maskc.compiler.frontends.json_schema.base import ptr as _ptr
-from maskc.compiler.frontends.json_schema.drafts import draft_of, ref_overrides_siblings
+from maskc.compiler.frontends.json_schema.drafts import ref_overrides_siblings
+from maskc.compiler.frontends.json_schema.refs import has_ref
 from maskc.compiler.frontends.json_text import CANONICAL_ANY_CHAR, Layout, canonical_chars
 from maskc.compiler.frontends.regex import regex_to_ir
-from maskc.compiler.ir import NOTHING, Fields, Node, Product, RuleRef, alt, children, lit, rep, seq
+from maskc.compiler.ir import NOTHING, Fields, Node, Product, alt, lit, rep, seq
+from maskc.compiler.product import proven_empty
 
 __all__ = ["ObjectsMixin", "MAX_DEPENDENCIES", "MAX_PROPERTY_COUNT", "MAX_PATTERN_GROUPS"]
 
@@ -164,7 +166,7 @@ class ObjectsMixin(Base):
             return NOTHING
         finally:
             self.bounded_any -= 1
-        if _has_ref(node):
+        if has_ref(node):
             self.unsupported("propertyNames", pptr, "the name schema is recursive")
             return None
         return node
@@ -186,7 +188,7 @@ class ObjectsMixin(Base):
         if self.exact and m > 1:
             limit = self.options.limits.max_states
             overlap = {
-                (i, j): not _empty(Product(keys[i], keys[j], "and"), limit, self.deadline)
+                (i, j): not proven_empty(Product(keys[i], keys[j], "and"), max_states=limit, deadline=self.deadline)
                 for i in range(m) for j in range(i + 1, m)
             }
             frontier = [g for g in groups]
@@ -213,7 +215,7 @@ class ObjectsMixin(Base):
             others = alt(listed, *(k for j, k in enumerate(keys) if j not in g))
             if others != NOTHING:
                 key = Product(key, others, "minus")
-            if len(g) > 1 and _empty(key, self.options.limits.max_states, self.deadline):
+            if len(g) > 1 and proven_empty(key, max_states=self.options.limits.max_states, deadline=self.deadline):
                 continue
             out.append((g, key))
         return out
@@ -392,7 +394,7 @@ class ObjectsMixin(Base):
         ``additionalProperties`` (:meth:`localize_unevaluated`).
         """
         refs = [k for k in ("$ref", "$dynamicRef", "$recursiveRef") if k in schema]
-        if refs and not ref_overrides_siblings(draft_of(self.root)):
+        if refs and not ref_overrides_siblings(self.draft):
             siblings = {k: v for k, v in schema.items() if k not in refs and k != "unevaluatedProperties"}
             target = {k: schema[k] for k in refs}
             return {"unevaluatedProperties": schema["unevaluatedProperties"], "allOf": [target, siblings]}
@@ -468,35 +470,9 @@ def _restrict(key: Node, names: Node | None) -> Node:
     return key if names is None else Product(key, names, "and")
 
 
-def _has_ref(node: Node) -> bool:
-    stack, seen = [node], set()
-    while stack:
-        n = stack.pop()
-        if isinstance(n, RuleRef):
-            return True
-        for c in children(n):
-            if id(c) not in seen:
-                seen.add(id(c))
-                stack.append(c)
-    return False
-
-
 def _accepts(content: Node, data: bytes) -> bool:
     """Whether ``data`` is in ``content``'s (regular) language."""
     from maskc.compiler.dfa import determinize
     from maskc.compiler.nfa import lower
 
     return determinize(lower(content)).accepts(data)
-
-
-def _empty(node: Node, limit: int, deadline: float) -> bool:
-    """Whether a regular language is empty (False when the state limit leaves it open)."""
-    from maskc.compiler.dfa import coreachable, determinize
-    from maskc.compiler.errors import StateLimitExceeded
-    from maskc.compiler.nfa import lower
-
-    try:
-        dfa = determinize(lower(node, max_states=limit, deadline=deadline), max_states=limit, deadline=deadline)
-    except StateLimitExceeded:
-        return False
-    return not bool(coreachable(dfa.trans, dfa.accepting)[0])
