@@ -68,3 +68,11 @@ def accepts(schema: Any, text: str | bytes, semantics: str = "exact", whitespace
     """Whether ``schema``'s grammar accepts exactly ``text`` (then allows EOS)."""
     m = byte_artifact(schema, semantics, whitespace).matcher()
     return bool(m.accept_string(text.encode() if isinstance(text, str) else text) and m.can_terminate())
+
+
+def assert_language(schema: Any, accepted: list[str], rejected: list[str], semantics: str = "exact") -> None:
+    """Each text of ``accepted`` is in ``schema``'s language, none of ``rejected`` is."""
+    for text in accepted:
+        assert accepts(schema, text, semantics), text
+    for text in rejected:
+        assert not accepts(schema, text, semantics), text

@@ -20,6 +20,7 @@ from maskc.compiler.errors import UnsupportedKeyword
 from maskc.compiler.frontends.json_schema.combinators import _common_multiple
 from maskc.compiler.vocab import byte_tokenizer
 from tests.helpers import accepts as _accepts
+from tests.helpers import assert_language
 from tests.helpers import byte_artifact
 from tests.maskbench import serialize
 
@@ -69,10 +70,7 @@ BOTH = [
 @pytest.mark.parametrize(("schema", "accepted", "rejected"), BOTH, ids=[json.dumps(c[0])[:60] for c in BOTH])
 @pytest.mark.parametrize("semantics", ["exact", "generation"])
 def test_conjuncts_that_do_not_merge(schema: Any, accepted: list[str], rejected: list[str], semantics: str) -> None:
-    for text in accepted:
-        assert _accepts(schema, text, semantics), text
-    for text in rejected:
-        assert not _accepts(schema, text, semantics), text
+    assert_language(schema, accepted, rejected, semantics)
 
 
 @pytest.mark.parametrize(
@@ -93,10 +91,7 @@ def test_conjuncts_that_do_not_merge(schema: Any, accepted: list[str], rejected:
     ],
 )
 def test_exact_semantics(schema: Any, accepted: list[str], rejected: list[str]) -> None:
-    for text in accepted:
-        assert _accepts(schema, text), text
-    for text in rejected:
-        assert not _accepts(schema, text), text
+    assert_language(schema, accepted, rejected)
 
 
 @pytest.mark.parametrize(
