@@ -67,6 +67,10 @@ def _build(nfa: Nfa, node: Node, start: int, end: int) -> None:
         for item in node.items:
             _build(nfa, item, start, end)
     elif isinstance(node, Repeat):
+        copies = node.min + (node.max - node.min if node.max is not None else 1)
+        if copies >= COPY_AS_DFA and not _has_ref(node.item):
+            _build_counted_dfa(nfa, node, start, end)
+            return
         cur = start
         for _ in range(node.min):
             nxt = nfa.new()
@@ -107,6 +111,51 @@ def _build(nfa: Nfa, node: Node, start: int, end: int) -> None:
         nfa.edges[start].append((label, label, end))
     else:  # pragma: no cover - the IR is closed
         raise TypeError(f"not an IR node: {node!r}")
+
+
+COPY_AS_DFA = 8
+"""A repetition with this many copies of its item or more lowers each copy from the item's
+minimal DFA (built once): the Thompson NFA of a rich item (a JSON string character, with
+its escapes and UTF-8 forms) makes subset construction emit several equivalent states per
+copy, which Moore's refinement cannot merge within its round limit on long runs."""
+
+
+def _build_counted_dfa(nfa: Nfa, node: Repeat, start: int, end: int) -> None:
+    # Local import: product.py depends on this module for the NFA construction.
+    from maskc.compiler.product import operand_dfa
+
+    item = operand_dfa(node.item, max_states=max(1, nfa.max_states - nfa.size), deadline=nfa.deadline)
+    classes = item.num_classes
+    runs = _class_runs(item.byte_class.tolist(), classes)
+    rows = item.trans.tolist()
+    accepting = item.accepting.tolist()
+    out = [[(lo, hi, t) for c, t in enumerate(row) if t >= 0 for lo, hi in runs[c]] for row in rows]
+
+    def copy(src: int, dst: int) -> None:
+        ids = [nfa.new() for _ in rows]
+        nfa.eps[src].append(ids[0])
+        for s, edges in enumerate(out):
+            nfa.edges[ids[s]].extend((lo, hi, ids[t]) for lo, hi, t in edges)
+            if accepting[s]:
+                nfa.eps[ids[s]].append(dst)
+
+    cur = start
+    for _ in range(node.min):
+        nxt = nfa.new()
+        copy(cur, nxt)
+        cur = nxt
+    if node.max is None:
+        loop = nfa.new()
+        nfa.eps[cur].append(loop)
+        copy(loop, loop)
+        nfa.eps[loop].append(end)
+        return
+    for _ in range(node.max - node.min):
+        nfa.eps[cur].append(end)
+        nxt = nfa.new()
+        copy(cur, nxt)
+        cur = nxt
+    nfa.eps[cur].append(end)
 
 
 def _build_fields(nfa: Nfa, node: Fields, start: int, end: int) -> None:

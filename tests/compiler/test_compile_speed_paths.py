@@ -138,3 +138,46 @@ def test_product_operands_are_memoized_and_exact() -> None:
         assert d.accepts(text) == ok, text
     empty = operand_dfa(Product(names, _lit(b"zz"), "and"), max_states=1000, deadline=None)
     assert not empty.accepting.any()
+
+
+def _dfa_accepts(d: Dfa, data: bytes) -> bool:
+    s = d.walk(0, data)
+    return s >= 0 and bool(d.accepting[s])
+
+
+@pytest.mark.parametrize("lo, hi", [(0, 9), (3, 12), (2, None), (10, None)])
+def test_long_repetitions_lower_each_copy_from_the_item_dfa(lo: int, hi: int | None) -> None:
+    # An item with overlapping alternatives: its Thompson NFA is not deterministic.
+    item = Alt((Seq((ByteSet(((0x61, 0x61),)), ByteSet(((0x62, 0x62),)))),
+                Seq((ByteSet(((0x61, 0x61),)), ByteSet(((0x63, 0x63),)))),
+                ByteSet(((0x61, 0x61),))))
+    node = Repeat(item, lo, hi)
+    got = minimize(prune(determinize(lower(node))))
+    words = [b"ab", b"ac", b"a"]
+    rng = random.Random(lo * 31 + (hi or 0))
+    for _ in range(300):
+        n = rng.randint(0, (hi or lo + 4) + 2)
+        text = b"".join(rng.choice(words) for _ in range(n))
+        # the language: some split of the text into lo..hi items
+        reach = {0: {0}}
+        for i in range(1, len(text) + 1):
+            reach[i] = {c + 1 for w in words if text[:i].endswith(w) and i - len(w) in reach
+                        for c in reach[i - len(w)]}
+        counts = reach[len(text)]
+        want = any(c >= lo and (hi is None or c <= hi) for c in counts)
+        assert _dfa_accepts(got, text) == want, text
+    # Built from the item's minimal DFA, a bounded run needs no minimization to be small:
+    # the raw subset construction has at most one state per copy and item state, plus one.
+    if hi is not None:
+        raw = prune(determinize(lower(node)))
+        assert raw.num_states <= hi * operand_dfa(item, max_states=100, deadline=None).num_states + 1
+
+
+def test_a_long_max_length_compiles_to_the_minimal_chain() -> None:
+    from tests.helpers import schema_dfa
+
+    short, long_ = schema_dfa({"type": "string", "maxLength": 20}), schema_dfa({"type": "string", "maxLength": 300})
+    per_char = (short.num_states - schema_dfa({"type": "string", "maxLength": 19}).num_states)
+    assert long_.num_states == short.num_states + 280 * per_char  # linear: no copies left unmerged
+    assert _dfa_accepts(long_, ('"' + "é" * 300 + '"').encode())
+    assert not _dfa_accepts(long_, ('"' + "\\n" * 301 + '"').encode())
