@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 from maskc.compiler.dfa import DEAD, SMALL_TABLE, Dfa
 from maskc.compiler.errors import TimeLimitExceeded
 
-__all__ = ["minimize", "refine", "canonical"]
+__all__ = ["minimize", "refine", "refine_stable", "canonical"]
 
 
 _RNG = np.random.default_rng(0x6D61736B63)
@@ -87,16 +87,122 @@ def _rounds(
     return block, False
 
 
+def _predecessors(trans: NDArray[np.int32]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """CSR of the states with a transition into each state: ``src[start[t]:start[t + 1]]``."""
+    n = trans.shape[0]
+    src, _ = np.nonzero(trans >= 0)
+    dst = trans[trans >= 0].astype(np.int64)
+    order = np.argsort(dst, kind="stable")
+    return src[order].astype(np.int64), np.searchsorted(dst[order], np.arange(n + 1)).astype(np.int64)
+
+
+def _gather(starts: NDArray[np.int64], flat: NDArray[np.int64], ids: NDArray[np.int64]) -> NDArray[np.int64]:
+    """``flat[starts[i]:starts[i + 1]]`` for every ``i`` in ``ids``, concatenated."""
+    lo, hi = starts[ids], starts[ids + 1]
+    cnt = hi - lo
+    total = int(cnt.sum())
+    if not total:
+        return np.zeros(0, dtype=np.int64)
+    return flat[np.repeat(lo - (np.cumsum(cnt) - cnt), cnt) + np.arange(total, dtype=np.int64)]
+
+
+def _incremental_rounds(
+    trans: NDArray[np.int32], init: NDArray[np.int64], max_rounds: int | None, deadline: float | None
+) -> tuple[NDArray[np.int64], bool]:
+    """Moore rounds that re-examine only the states whose successors changed block.
+
+    Invariant: after each round, every member of a block that is not a predecessor of a
+    state moved in that round has the block's recorded signature (the 128-bit hash of its
+    successors' blocks). A round therefore hashes only those predecessors ("dirty"): a
+    dirty state whose signature matches its block's stays; the others group by signature,
+    and each group moves to a fresh block, except that a block with no clean member and
+    no match keeps one group (so a block that does not split never moves). A round costs
+    the number of dirty states, not the automaton's size: long counted runs, which need
+    as many rounds as they are long, refine in time near their size. Returns (blocks,
+    whether stable); ids are dense.
+    """
+    n, c = trans.shape
+    if not n:
+        return init.astype(np.int64).copy(), True
+    block = init.astype(np.int64).copy()
+    count = int(block.max()) + 1
+    cap = count + n + 1
+    size = np.zeros(cap, dtype=np.int64)
+    size[:count] = np.bincount(block, minlength=count)
+    has_sig = np.zeros(cap, dtype=np.bool_)
+    sig1 = np.zeros(cap, dtype=np.int64)
+    sig2 = np.zeros(cap, dtype=np.int64)
+    src, pstart = _predecessors(trans)
+    tz = np.where(trans >= 0, trans, n).astype(np.int64)
+    ext = np.full(n + 1, -1, dtype=np.int64)
+    wide = c > _MULT.shape[1]
+    mult = _MULT[:, : min(c, _MULT.shape[1])].T
+    dirty = np.arange(n, dtype=np.int64)
+    rounds = 0
+    stable = True
+    while dirty.size:
+        if max_rounds is not None and rounds >= max_rounds:
+            stable = False
+            break
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeLimitExceeded("compile time (s)", limit=0)
+        rounds += 1
+        ext[:n] = block
+        rows = ext[tz[dirty]]
+        if wide:
+            gid_rows, _ = _row_ids(rows)  # exact ids stand in for hashes on very wide tables
+            h = np.stack([gid_rows, np.zeros_like(gid_rows)], axis=1)
+        else:
+            with np.errstate(over="ignore"):
+                h = rows @ mult
+        b = block[dirty]
+        match = has_sig[b] & (h[:, 0] == sig1[b]) & (h[:, 1] == sig2[b])
+        dcount = np.bincount(b, minlength=count)
+        settled = np.zeros(count, dtype=np.bool_)  # blocks whose id stays with a group already
+        settled[b[match]] = True
+        settled[b[size[b] > dcount[b]]] = True
+        rest = np.flatnonzero(~match)
+        if not rest.size:
+            break
+        key = np.stack([b[rest], h[rest, 0], h[rest, 1]], axis=1)
+        gid, ngroups = _row_ids(key)
+        first = np.full(ngroups, rest.shape[0], dtype=np.int64)
+        np.minimum.at(first, gid, np.arange(rest.shape[0], dtype=np.int64))
+        gblock = b[rest[first]]
+        # in an unsettled block the group met first keeps the id (and becomes its signature)
+        lead = np.full(count, rest.shape[0], dtype=np.int64)
+        unsettled = ~settled[gblock]
+        np.minimum.at(lead, gblock[unsettled], first[unsettled])
+        keeper = unsettled & (lead[gblock] == first)
+        kb = gblock[keeper]
+        sig1[kb], sig2[kb], has_sig[kb] = h[rest[first[keeper]], 0], h[rest[first[keeper]], 1], True
+        movers = np.flatnonzero(~keeper)
+        if not movers.size:  # no block split: stable
+            break
+        fresh = np.full(ngroups, -1, dtype=np.int64)
+        fresh[movers] = count + np.arange(movers.shape[0], dtype=np.int64)
+        count += int(movers.shape[0])
+        gsize = np.bincount(gid, minlength=ngroups)
+        size[fresh[movers]] = gsize[movers]
+        np.subtract.at(size, gblock[movers], gsize[movers])
+        sig1[fresh[movers]], sig2[fresh[movers]] = h[rest[first[movers]], 0], h[rest[first[movers]], 1]
+        has_sig[fresh[movers]] = True
+        moving = fresh[gid] >= 0
+        moved = dirty[rest[moving]]
+        block[moved] = fresh[gid[moving]]
+        pred = _gather(pstart, src, moved)
+        dirty = np.unique(pred) if pred.size else pred
+    if stable and not _is_congruence(trans, block, init):  # a hash collision merged two rows
+        return _rounds(trans, init, max_rounds, deadline, exact=True)
+    dense = np.unique(block, return_inverse=True)[1]
+    return np.asarray(dense, dtype=np.int64).reshape(-1), stable
+
+
 def _refine(
     trans: NDArray[np.int32], initial: NDArray[np.int64], max_rounds: int | None, deadline: float | None
 ) -> tuple[NDArray[np.int64], bool]:
     init, _ = _row_ids(initial.reshape(-1, 1).astype(np.int64))
-    block, stable = _rounds(trans, init, max_rounds, deadline, exact=False)
-    if stable and not _is_congruence(trans, block, init):
-        return _rounds(trans, init, max_rounds, deadline, exact=True)
-    # Cut at max_rounds: the hashed grouping stands. Two rows merge wrongly only on a
-    # 128-bit collision of random odd multipliers (about n^2 * 2^-128 over n states).
-    return block, stable
+    return _incremental_rounds(trans, init, max_rounds, deadline)
 
 
 def refine(
@@ -111,6 +217,15 @@ def refine(
     result exact (an exact pass reruns otherwise).
     """
     return _refine(trans, initial, max_rounds, deadline)[0]
+
+
+def refine_stable(
+    trans: NDArray[np.int32], initial: NDArray[np.int64], *, max_rounds: int, deadline: float | None = None,
+) -> NDArray[np.int64] | None:
+    """The coarsest stable refinement of ``initial`` (a congruence: blocks may be merged),
+    or None when it needs more than ``max_rounds`` rounds."""
+    block, stable = _refine(trans, initial, max_rounds, deadline)
+    return block if stable else None
 
 
 def canonical(dfa: Dfa) -> Dfa:
@@ -157,15 +272,16 @@ def _renumber(dfa: Dfa, old: NDArray[np.int64], new_id: NDArray[np.int32]) -> Df
     return Dfa(t, dfa.byte_class.copy(), dfa.accepting[old].copy())
 
 
-MAX_ROUNDS = 120
-MAX_STATES = 30_000  # larger DFAs come from counted runs, which subset construction leaves near-minimal
+MAX_ROUNDS: int | None = None
+MAX_STATES = 300_000  # past this the DFA is only numbered canonically (correct, larger)
 
 
-def minimize(dfa: Dfa, *, max_rounds: int = MAX_ROUNDS, deadline: float | None = None) -> Dfa:
+def minimize(dfa: Dfa, *, max_rounds: int | None = MAX_ROUNDS, deadline: float | None = None) -> Dfa:
     """The minimal DFA for the language of a pruned ``dfa``, canonically numbered.
 
     Moore's refinement needs as many rounds as the longest shortest distinguishing string
-    (long counted runs such as ``maxLength: 5000``); past ``max_rounds`` the DFA is
+    (long counted runs such as ``maxLength: 5000``); each round costs only the states whose
+    successors changed block. Past ``max_rounds`` (unbounded by default) the DFA is
     returned unminimized but canonically numbered, which is correct, only larger.
     """
     if dfa.num_states > MAX_STATES:

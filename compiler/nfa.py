@@ -9,13 +9,18 @@ would explode (large bounded repetitions of large items) into a clear error.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import time
 
 from maskc.compiler.errors import StateLimitExceeded, TimeLimitExceeded
 from maskc.compiler.errors import GrammarError
 from maskc.compiler.ir import Alt, Automaton, ByteSet, Fields, Node, Product, Repeat, RuleRef, Seq
+
+if TYPE_CHECKING:  # dfa.py imports this module
+    from maskc.compiler.dfa import Dfa
 
 __all__ = ["Nfa", "lower", "lower_rules", "CALL_BASE"]
 
@@ -32,6 +37,7 @@ class Nfa:
     max_states: int = 1_000_000
     deadline: float | None = None  # time.monotonic() value
     rule_index: dict[str, int] = field(default_factory=dict)  # callable rules (lower_rules)
+    direct: Node | None = None  # the node being determinized itself: never lowered through its own DFA
     starts: list[int] = field(default_factory=list)  # per rule (lower_rules)
     finals: list[int] = field(default_factory=list)
 
@@ -64,11 +70,14 @@ def _build(nfa: Nfa, node: Node, start: int, end: int) -> None:
             _build(nfa, item, cur, nxt)
             cur = nxt
     elif isinstance(node, Alt):
+        if len(node.items) >= ALT_AS_DFA and node is not nfa.direct and not _has_ref(node):
+            _embed_dfa(nfa, _item_dfa(nfa, node))(start, end)
+            return
         for item in node.items:
             _build(nfa, item, start, end)
     elif isinstance(node, Repeat):
         copies = node.min + (node.max - node.min if node.max is not None else 1)
-        if copies >= COPY_AS_DFA and not _has_ref(node.item):
+        if copies >= COPY_AS_DFA and node is not nfa.direct and not _has_ref(node.item):
             _build_counted_dfa(nfa, node, start, end)
             return
         cur = start
@@ -119,26 +128,38 @@ minimal DFA (built once): the Thompson NFA of a rich item (a JSON string charact
 its escapes and UTF-8 forms) makes subset construction emit several equivalent states per
 copy, which Moore's refinement cannot merge within its round limit on long runs."""
 
+ALT_AS_DFA = 16
+"""An alternation of this many branches (a long enum) lowers from its minimal DFA, so the
+branches share their suffixes before subset construction, not after minimization."""
 
-def _build_counted_dfa(nfa: Nfa, node: Repeat, start: int, end: int) -> None:
+
+def _item_dfa(nfa: Nfa, node: Node) -> Dfa:
     # Local import: product.py depends on this module for the NFA construction.
     from maskc.compiler.product import operand_dfa
 
-    item = operand_dfa(node.item, max_states=max(1, nfa.max_states - nfa.size), deadline=nfa.deadline)
-    classes = item.num_classes
-    runs = _class_runs(item.byte_class.tolist(), classes)
-    rows = item.trans.tolist()
-    accepting = item.accepting.tolist()
-    out = [[(lo, hi, t) for c, t in enumerate(row) if t >= 0 for lo, hi in runs[c]] for row in rows]
+    return operand_dfa(node, max_states=max(1, nfa.max_states - nfa.size), deadline=nfa.deadline)
+
+
+def _embed_dfa(nfa: Nfa, dfa: Dfa) -> Callable[[int, int], None]:
+    """A function that adds a fresh copy of ``dfa`` between two states of ``nfa``."""
+    runs = _class_runs(dfa.byte_class.tolist(), dfa.num_classes)
+    accepting = dfa.accepting.tolist()
+    out = [[(lo, hi, t) for c, t in enumerate(row) if t >= 0 for lo, hi in runs[c]] for row in dfa.trans.tolist()]
 
     def copy(src: int, dst: int) -> None:
-        ids = [nfa.new() for _ in rows]
+        # A fresh entry state: the automaton may loop back to its start.
+        ids = [nfa.new() for _ in out]
         nfa.eps[src].append(ids[0])
         for s, edges in enumerate(out):
             nfa.edges[ids[s]].extend((lo, hi, ids[t]) for lo, hi, t in edges)
             if accepting[s]:
                 nfa.eps[ids[s]].append(dst)
 
+    return copy
+
+
+def _build_counted_dfa(nfa: Nfa, node: Repeat, start: int, end: int) -> None:
+    copy = _embed_dfa(nfa, _item_dfa(nfa, node.item))
     cur = start
     for _ in range(node.min):
         nxt = nfa.new()
@@ -330,13 +351,15 @@ def _has_ref(node: Node) -> bool:
     return False
 
 
-def lower(node: Node, *, max_states: int = 1_000_000, deadline: float | None = None) -> Nfa:
+def lower(node: Node, *, max_states: int = 1_000_000, deadline: float | None = None, direct: bool = False) -> Nfa:
     """Thompson construction of ``node``.
 
     Args:
         node: the grammar.
         max_states: refuse to build more NFA states than this.
         deadline: a ``time.monotonic()`` value after which the build stops.
+        direct: build ``node`` itself by Thompson's rules (its parts may still be lowered
+            through their minimal DFAs); what the construction of that DFA needs.
 
     Returns:
         The NFA; state 0 is the start state.
@@ -345,7 +368,7 @@ def lower(node: Node, *, max_states: int = 1_000_000, deadline: float | None = N
         StateLimitExceeded: the NFA would exceed ``max_states``.
         TimeLimitExceeded: ``deadline`` passed.
     """
-    nfa = Nfa(max_states=max_states, deadline=deadline)
+    nfa = Nfa(max_states=max_states, deadline=deadline, direct=node if direct else None)
     start = nfa.new()
     nfa.final = nfa.new()
     _build(nfa, node, start, nfa.final)

@@ -65,7 +65,8 @@ def operand_dfa(node: Node, *, max_states: int, deadline: float | None) -> Dfa:
         if dfa.num_states > max_states:
             raise StateLimitExceeded("DFA states", limit=max_states)
         return dfa
-    raw = determinize(lower(node, max_states=max_states, deadline=deadline), max_states=max_states, deadline=deadline)
+    raw = determinize(lower(node, max_states=max_states, deadline=deadline, direct=True), max_states=max_states,
+                      deadline=deadline)
     if not coreachable(raw.trans, raw.accepting)[0]:
         dfa = _empty_dfa()
     else:

@@ -181,3 +181,27 @@ def test_a_long_max_length_compiles_to_the_minimal_chain() -> None:
     assert long_.num_states == short.num_states + 280 * per_char  # linear: no copies left unmerged
     assert _dfa_accepts(long_, ('"' + "é" * 300 + '"').encode())
     assert not _dfa_accepts(long_, ('"' + "\\n" * 301 + '"').encode())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_incremental_refinement_matches_full_moore_rounds(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(60):
+        d = _random_dfa(rng, rng.randint(1, 50), rng.randint(1, 5), rng.choice([0.3, 0.6, 0.9]))
+        init, _ = minimize_mod._row_ids(d.accepting.astype(np.int64).reshape(-1, 1))
+        for rounds in (None, 1, 2, 4, 50):
+            full, full_stable = minimize_mod._rounds(d.trans, init, rounds, None, exact=True)
+            got, got_stable = minimize_mod._incremental_rounds(d.trans, init, rounds, None)
+            pairs = set(zip(full.tolist(), got.tolist()))
+            assert len(pairs) == len(set(full.tolist())) == len(set(got.tolist()))  # the same partition
+            if rounds is None:
+                assert full_stable and got_stable
+
+
+def test_a_long_enum_shares_suffixes_before_minimization() -> None:
+    words = [f"{a:03d}-{b:03d}".encode() for a in range(5, 8) for b in range(40)]
+    node = Alt(tuple(Seq(tuple(ByteSet(((x, x),)) for x in w)) for w in words))
+    raw = prune(determinize(lower(Seq((node, ByteSet(((0x21, 0x21),)))))))
+    assert raw.num_states == minimize(raw).num_states  # lowered from the enum's minimal DFA
+    assert all(_dfa_accepts(raw, w + b"!") for w in words)
+    assert not _dfa_accepts(raw, b"008-000!") and not _dfa_accepts(raw, b"005-040!")
