@@ -2,9 +2,12 @@
 
 ``{"not": S, ...rest}`` is first rewritten by De Morgan where the negation of each keyword
 of ``S`` is itself a schema (``type``, numeric and length bounds, ``minItems``/``maxItems``,
-``required``, ``properties``: the result is a union of exact branches, recursion allowed).
-Otherwise it is a difference of regular languages, ``rest`` minus ``S`` (a product
-construction), which equals the difference of *values* only when both sides spell every
+``required``, ``properties``, ``propertyNames``: the result is a union of exact branches,
+recursion allowed; "some key fails ``propertyNames``" is an existence constraint the object
+compiler enforces). A ``not`` inside ``S`` (``not not X`` is ``X``), and an ``anyOf`` or
+``allOf`` of ``S`` where the difference below cannot be made exact, are split by De Morgan
+too (:meth:`ConditionalsMixin.split_not`). Otherwise it is a difference of regular
+languages, ``rest`` minus ``S`` (a product construction), which equals the difference of *values* only when both sides spell every
 value the same way. So the minuend is cut down (a sound restriction) to one spelling per
 value, the one ``S``'s grammar has: canonical strings and numbers (:func:`canonical_any`),
 no insignificant whitespace (pretty: its one layout), object keys in ``S``'s declared order
@@ -21,9 +24,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 
-from maskc.compiler.errors import EmptyLanguage, SchemaError, StateLimitExceeded
+from maskc.compiler.errors import EmptyLanguage, SchemaError, StateLimitExceeded, UnsupportedKeyword
 from maskc.compiler.frontends.json_schema.base import ANNOTATIONS, TYPES, JsonValue, dumps_layout, ptr
 from maskc.compiler.frontends.json_schema.combinators import CombinatorsMixin, _first
+from maskc.compiler.frontends.json_schema.drafts import ref_overrides_siblings
+from maskc.compiler.frontends.json_schema.objects import KEY_EXISTS
 from maskc.compiler.frontends.json_schema.refs import RefsMixin, has_ref
 from maskc.compiler.frontends.json_text import CANONICAL_ANY_CHAR, Layout
 from maskc.compiler.ir import NOTHING, Fields, Node, Product, alt, byte_range, lit, opt, rep, seq
@@ -58,7 +63,11 @@ _NUMBER_FLIP = {"minimum": "exclusiveMaximum", "maximum": "exclusiveMinimum",
                 "exclusiveMinimum": "maximum", "exclusiveMaximum": "minimum"}
 _COUNT_FLIP = {"minLength": ("string", "maxLength", -1), "maxLength": ("string", "minLength", 1),
                "minItems": ("array", "maxItems", -1), "maxItems": ("array", "minItems", 1)}
-_DE_MORGAN = frozenset({"type", "required", "properties", *_NUMBER_FLIP, *_COUNT_FLIP})
+_DE_MORGAN = frozenset({"type", "required", "properties", "propertyNames", *_NUMBER_FLIP, *_COUNT_FLIP})
+# split_not: keywords whose subschemas are conjuncts of their schema on their own
+_SPLIT = frozenset({"not", "anyOf", "allOf"})
+_SEES_SIBLINGS = frozenset({"unevaluatedProperties", "unevaluatedItems"})
+_REFS = frozenset({"$ref", "$dynamicRef", "$recursiveRef"})
 # Keywords whose exact-semantics grammar is known to hold every instance's canonical spelling
 # (no sound restriction inside): only these may appear in the subject of a product difference.
 _SUBJECT_KEYWORDS = frozenset({
@@ -198,11 +207,70 @@ class ConditionalsMixin(RefsMixin, CombinatorsMixin):
             if set(rest) - ANNOTATIONS:
                 branches = [{"allOf": [rest, b]} for b in branches]
             return self.value({"anyOf": branches}, pointer, depth)
+        split = self.split_not(rest, inner, iptr)
+        if split is not None:
+            if "not" in inner:
+                return self.value(split, pointer, depth)  # a double negation: no difference needed
+            # One difference is smaller than the split's nested ones; where it cannot be made
+            # exact (a refusal anywhere inside, even one lenient mode would record), split.
+            saved = self.options
+            self.options = replace(saved, lenient=False)
+            try:
+                return self.difference(rest, inner, pointer, iptr, depth)
+            except (_Refuse, UnsupportedKeyword):
+                pass
+            finally:
+                self.options = saved
+            return self.value(split, pointer, depth)
         try:
             return self.difference(rest, inner, pointer, iptr, depth)
         except _Refuse as e:
             self.unsupported("not", ptr(pointer, "not"), e.detail)
             return self.value(rest, pointer, depth)  # lenient: not enforced (recorded)
+
+    def split_not(self, rest: dict[str, JsonValue], inner: dict[str, JsonValue], iptr: str) -> JsonValue | None:
+        """``rest`` and not ``inner`` as a schema without this ``not``, where ``inner`` holds
+        ``not``, ``anyOf`` or ``allOf``; None when it holds none of them, or when splitting it
+        would change what a keyword sees.
+
+        ``inner`` is the conjunction of its ``not``, its ``anyOf``, each part of its ``allOf``
+        and its other keywords together (each of these is a subschema on its own, except for
+        ``unevaluated*``, which see their siblings' annotations, and a ``$ref`` of a draft
+        that ignores its siblings). Its complement is the union of the parts' complements
+        (De Morgan): ``not not X`` is ``X``, ``not anyOf [A, B]`` is ``allOf [not A, not B]``.
+        ``rest`` joins each branch as an ``allOf`` conjunct; ``not`` contributes no annotation,
+        so a ``rest`` holding ``unevaluated*`` is not split either.
+        """
+        keys = set(inner) - ANNOTATIONS
+        if not keys & _SPLIT:
+            return None
+        if (keys | set(rest)) & _SEES_SIBLINGS:
+            return None
+        if keys & _REFS and ref_overrides_siblings(self.draft):
+            return None
+        complements: list[JsonValue] = []
+        others = {k: v for k, v in inner.items() if k not in _SPLIT and k not in ANNOTATIONS}
+        if others:
+            complements.append({"not": others})
+        if "not" in inner:
+            complements.append(inner["not"])
+        if "anyOf" in inner:
+            alts = inner["anyOf"]
+            if not isinstance(alts, list) or not alts:
+                raise SchemaError("anyOf must be a non-empty array", pointer=ptr(iptr, "anyOf"))
+            complements.append({"allOf": [{"not": a} for a in alts]})
+        if "allOf" in inner:
+            parts = inner["allOf"]
+            if not isinstance(parts, list) or not parts:
+                raise SchemaError("allOf must be a non-empty array", pointer=ptr(iptr, "allOf"))
+            complements += [{"not": p} for p in parts]
+        branches = [_conjunction([rest, c]) for c in complements]
+        kept = [b for b in branches if b is not False]
+        if not kept:
+            return False
+        if any(b is True for b in kept):
+            return True
+        return kept[0] if len(kept) == 1 else {"anyOf": kept}
 
     def de_morgan(self, inner: dict[str, JsonValue], iptr: str) -> list[JsonValue] | None:
         """Schemas whose union is the complement of ``inner``, or None when some keyword of
@@ -244,6 +312,14 @@ class ConditionalsMixin(RefsMixin, CombinatorsMixin):
                     raise SchemaError("required must be an array of strings", pointer=where)
                 if applies("object"):
                     out += [{"type": "object", "properties": {n: False}} for n in dict.fromkeys(v)]
+            elif kw == "propertyNames":
+                # an object with a key the name schema rejects (other values pass propertyNames)
+                target, _ = self.deref(v, where)
+                if applies("object") and target is not True and target != {}:
+                    if target is False:
+                        out.append({"type": "object", "minProperties": 1})
+                    else:
+                        out.append({"type": "object", KEY_EXISTS: [[{"not": v}, iptr]]})
             else:  # properties
                 if not isinstance(v, dict):
                     raise SchemaError("properties must be an object", pointer=where)

@@ -8,11 +8,15 @@ Keys are matched in their single canonical JSON spelling, so a key cannot hide a
 name behind an escape. A dependency splits the object in two languages, trigger absent
 and trigger present, so its cost doubles per dependency (capped). :meth:`fold_objects`
 rewrites two ``allOf`` conjuncts so that merging their object keywords one by one is exact.
+Keys that must exist (:data:`KEY_EXISTS`, from ``not`` of ``propertyNames``) are witnessed by
+a declared property or by an undeclared member (:func:`.sequences.witness_language`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from itertools import product
 from typing import Any
 
 from maskc.compiler.errors import EmptyLanguage, RegexSyntaxError, SchemaError, UnsupportedRegex
@@ -20,12 +24,16 @@ from maskc.compiler.frontends.json_schema.base import Base, JsonValue, dumps_lay
 from maskc.compiler.frontends.json_schema.base import ptr as _ptr
 from maskc.compiler.frontends.json_schema.drafts import ref_overrides_siblings
 from maskc.compiler.frontends.json_schema.refs import has_ref
+from maskc.compiler.frontends.json_schema.sequences import witness_cost, witness_language
 from maskc.compiler.frontends.json_text import CANONICAL_ANY_CHAR, Layout, canonical_chars
 from maskc.compiler.frontends.regex import regex_to_ir
 from maskc.compiler.ir import NOTHING, Fields, Node, Product, alt, lit, rep, seq
 from maskc.compiler.product import proven_empty
 
-__all__ = ["ObjectsMixin", "MAX_DEPENDENCIES", "MAX_PROPERTY_COUNT", "MAX_PATTERN_GROUPS"]
+__all__ = [
+    "ObjectsMixin", "KEY_EXISTS", "MAX_DEPENDENCIES", "MAX_PROPERTY_COUNT", "MAX_PATTERN_GROUPS", "MAX_KEY_WITNESSES",
+    "MAX_WITNESS_CHOICES", "MAX_WITNESS_COPIES",
+]
 
 MAX_DEPENDENCIES = 5
 """Dependencies whose trigger may be absent or present: each doubles the object's language."""
@@ -34,6 +42,17 @@ MAX_PROPERTY_COUNT = 64
 MAX_PATTERN_GROUPS = 32
 """Exact semantics: most sets of ``patternProperties`` patterns that one key may match together."""
 
+MAX_KEY_WITNESSES = 3
+"""Most keys one object must hold (existence constraints): one member may witness any set of them."""
+MAX_WITNESS_CHOICES = 16
+"""Most ways to pick, per existence constraint, a declared property or an undeclared member as witness."""
+MAX_WITNESS_COPIES = 1024
+"""Most member copies the undeclared members that witness existence constraints may cost (a
+``maxProperties`` bound copies them per count)."""
+
+KEY_EXISTS = "$$keyExists"
+"""Internal keyword (from ``not`` of ``propertyNames``): a list of ``[schema, pointer]``; for
+each, the object (other values pass) has a key that ``schema`` accepts."""
 _ORDER = "$$order"  # set by an object split: names placed after the properties, in this order
 _DEPENDENCY_KW = ("dependentRequired", "dependentSchemas", "dependencies")
 # applicators whose evaluated properties depend on which subschema matches (``not`` never
@@ -79,6 +98,7 @@ class ObjectsMixin(Base):
                 raise RegexSyntaxError(e.reason, pattern=pat, offset=e.offset, pointer=pptr) from e
             patterns.append((pat, content, psub))
         items: list[tuple[Node, bool]] = []
+        item_keys: list[bytes] = []
         # order: properties, then the names an object split fixed (see _split), then the
         # other required names
         names = list(props)
@@ -111,15 +131,16 @@ class ObjectsMixin(Base):
                     return NOTHING
                 continue
             items.append((seq(lit(key_bytes), layout.colon, vnode), req))
+            item_keys.append(key_bytes)
         listed = alt(*(lit(dumps_layout(n, layout)) for n in names)) if names else NOTHING
         pattern_keys = [seq(lit('"'), content, lit('"')) for _, content, _ in patterns]
-        rest_parts: list[Node] = []
+        rest_parts: list[tuple[Node, Node]] = []  # (key, value) of the undeclared members
         for members, key in self._pattern_groups(patterns, pattern_keys, listed, pointer):
             pats = [patterns[i] for i in members]
             sub = pats[0][2] if len(pats) == 1 else {"allOf": [p[2] for p in pats]}
             vnode = self.value(sub, _ptr(pointer, "patternProperties", pats[0][0]), depth + 1)
             if vnode != NOTHING:
-                rest_parts.append(seq(_restrict(key, names_lang), layout.colon, vnode))
+                rest_parts.append((_restrict(key, names_lang), vnode))
         if addl is not False:
             vnode = self.value(addl, _ptr(pointer, "additionalProperties"), depth + 1)
             if vnode != NOTHING:
@@ -127,11 +148,14 @@ class ObjectsMixin(Base):
                 excluded = alt(listed, *pattern_keys)
                 if excluded != NOTHING:
                     any_key = Product(any_key, excluded, "minus")
-                rest_parts.append(seq(_restrict(any_key, names_lang), layout.colon, vnode))
-        rest: Node | None = alt(*rest_parts) if rest_parts else None
+                rest_parts.append((_restrict(any_key, names_lang), vnode))
+        rest: Node | None = alt(*(seq(k, layout.colon, v) for k, v in rest_parts)) if rest_parts else None
+        needs = self._key_needs(schema, depth)
         bounds = self._counts(schema, items, rest is not None, pointer)
-        if bounds is None:
+        if bounds is None or needs is None:
             return NOTHING
+        if needs:
+            return self._witnessed(items, item_keys, rest_parts, layout, bounds, needs)
         has_required = any(r for _, r in items)
         return seq(
             lit("{"),
@@ -145,6 +169,140 @@ class ObjectsMixin(Base):
                 *bounds,
             ),
         )
+
+    # -- keys that must exist ----------------------------------------------------------------
+
+    def _key_needs(self, schema: dict[str, JsonValue], depth: int) -> list[tuple[Node, str]] | None:
+        """The key languages of :data:`KEY_EXISTS` (JSON strings, one per distinct constraint,
+        with the pointer of its ``not``); None when one admits no key (no object has it)."""
+        raw = schema.get(KEY_EXISTS, [])
+        out: list[tuple[Node, str]] = []
+        for entry in raw if isinstance(raw, list) else []:
+            kschema, kptr = entry[0], str(entry[1])
+            self.bounded_any += 1  # only strings can be keys: the string language, made regular
+            try:
+                node = self.value({"allOf": [{"type": "string"}, kschema]}, kptr, depth + 1)
+            except EmptyLanguage:
+                node = NOTHING
+            finally:
+                self.bounded_any -= 1
+            if node == NOTHING:
+                return None
+            if has_ref(node):
+                self.unsupported("not", kptr, "the name schema is recursive")
+                continue
+            if all(node != n for n, _ in out):
+                out.append((node, kptr))
+        if len(out) > MAX_KEY_WITNESSES:
+            self.unsupported("not", out[MAX_KEY_WITNESSES][1],
+                             f"more than {MAX_KEY_WITNESSES} keys that one object must hold")
+            out = out[:MAX_KEY_WITNESSES]  # lenient: the others are not enforced (recorded)
+        return out
+
+    def _witnessed(
+        self, items: list[tuple[Node, bool]], item_keys: list[bytes], rest_parts: list[tuple[Node, Node]],
+        layout: Layout, bounds: tuple[int, int | None], needs: list[tuple[Node, str]],
+    ) -> Node:
+        """The object whose members include, for each key language of ``needs``, a key in it.
+
+        Each constraint picks its witness: a declared property whose name is in the language
+        (that property becomes required) or an undeclared member. Declared members come
+        first in their order, so the undeclared ones form one run that must cover what the
+        declared picks left (:func:`witness_language`), emitted as one last required item of
+        the :class:`Fields`. That item counts as one member towards ``minProperties`` (two
+        undeclared keys may be one key repeated, as for any undeclared members) and its
+        members count one by one towards ``maxProperties``: with a maximum, the object is
+        split by the number of declared members emitted.
+        """
+        lo, hi = bounds
+        limit = self.options.limits.max_states
+        where = needs[0][1] if needs else ""
+        choices: list[list[int]] = []  # per constraint: item indices, -1 for an undeclared member
+        for lang, _ in needs:
+            declared = [i for i, kb in enumerate(item_keys) if _accepts(lang, kb)]
+            choices.append(declared + ([-1] if rest_parts else []))
+        variants: set[tuple[frozenset[int], frozenset[int]]] = set()
+        count = 1
+        for c in choices:
+            count *= len(c)
+        if count > MAX_WITNESS_CHOICES:
+            self.unsupported("not", where, f"more than {MAX_WITNESS_CHOICES} ways to pick the members whose keys "
+                             "must exist (declared properties whose names could be one)")
+            return self._witnessed(items, item_keys, rest_parts, layout, bounds, [])  # lenient: without them
+        for pick in product(*choices):
+            variants.add((frozenset(i for i in pick if i >= 0), frozenset(j for j, i in enumerate(pick) if i < 0)))
+        # a variant needing more than another (a superset of both sets) adds no object
+        kept = [v for v in variants if not any(w != v and w[0] <= v[0] and w[1] <= v[1] for w in variants)]
+        kept.sort(key=lambda v: (sorted(v[0]), sorted(v[1])))
+        keys: dict[tuple[frozenset[int], frozenset[int]], Node] = {}
+
+        def witnesses(s: frozenset[int], t: frozenset[int]) -> Node:
+            """The undeclared members whose key is in the languages of ``s`` and in none of
+            the other languages of ``t``."""
+            got = keys.get((s, t))
+            if got is not None:
+                return got
+            inside = [needs[j][0] for j in sorted(s)]
+            outside = alt(*(needs[j][0] for j in sorted(t - s)))
+            found = []
+            for key, vnode in rest_parts:
+                k = key
+                for lang in inside:
+                    k = Product(k, lang, "and")
+                if outside != NOTHING:
+                    k = Product(k, outside, "minus")
+                if k is key or not proven_empty(k, max_states=limit, deadline=self.deadline):
+                    found.append(seq(k, layout.colon, vnode))
+            keys[(s, t)] = out = alt(*found)
+            return out
+
+        rest = alt(*(seq(k, layout.colon, v) for k, v in rest_parts)) if rest_parts else None
+        n = len(items)
+        cost = 0
+        plans: list[tuple[list[tuple[Node, bool]], frozenset[int], int | None, int, int | None]] = []
+        for chosen, undeclared in kept:
+            vitems = [(node, req or i in chosen) for i, (node, req) in enumerate(items)]
+            if not undeclared:
+                plans.append((vitems, undeclared, None, lo, hi))
+                continue
+            if hi is None:
+                plans.append((vitems, undeclared, None, lo, None))
+                cost += witness_cost(len(undeclared), None)
+                continue
+            n_req = sum(1 for _, r in vitems if r)
+            for e in range(max(n_req, lo - 1), min(n, hi - 1) + 1):
+                plans.append((vitems, undeclared, hi - e, e + 1, e + 1))
+                cost += witness_cost(len(undeclared), hi - e)
+        if cost > MAX_WITNESS_COPIES:
+            under = "" if hi is None else f" under maxProperties {hi}"
+            self.unsupported("not", where, f"the undeclared members that must hold keys the object needs{under} "
+                             f"cost more than {MAX_WITNESS_COPIES} member copies")
+            return self._witnessed(items, item_keys, rest_parts, layout, bounds, [])  # lenient: without them
+        close, empty = layout.close("}"), layout.close_empty("}")
+        out: list[Node] = []
+        for vitems, undeclared, most, vlo, vhi in plans:
+            if not undeclared:
+                has_required = any(r for _, r in vitems)
+                out.append(Fields(tuple(vitems), layout.first, layout.sep, close, None if has_required else empty,
+                                  rest, vlo, vhi))
+                continue
+            run = witness_language(layout.sep, witnesses, undeclared, most)
+            if run != NOTHING:
+                out.append(Fields((*vitems, (run, True)), layout.first, layout.sep, close, None, None, vlo, vhi))
+        return seq(lit("{"), alt(*out))
+
+    def literals(self, values: list[JsonValue], schema: dict[str, JsonValue], pointer: str, depth: int) -> Node:
+        """Listed values, checked against :data:`KEY_EXISTS` here (a JSON Schema validator
+        does not know that keyword) and against the other keywords by the next class."""
+        raw = schema.get(KEY_EXISTS)
+        if isinstance(raw, list):
+            schema = {k: v for k, v in schema.items() if k != KEY_EXISTS}
+            checker: Callable[[dict[str, JsonValue], str], Callable[[JsonValue], bool]] = \
+                self.value_checker  # type: ignore[attr-defined]
+            checks = [checker({"allOf": [{"type": "string"}, e[0]]}, str(e[1])) for e in raw]
+            values = [v for v in values if not isinstance(v, dict) or all(any(c(k) for k in v) for c in checks)]
+        node: Node = super().literals(values, schema, pointer, depth)  # type: ignore[misc]
+        return node
 
     # -- propertyNames ---------------------------------------------------------------------
 
@@ -373,6 +531,9 @@ class ObjectsMixin(Base):
             for p, s in pats_b.items():
                 joined[p] = {"allOf": [joined[p], s]} if p in joined and joined[p] != s else s
             a["patternProperties"] = b["patternProperties"] = joined
+        ka, kb = a.get(KEY_EXISTS), b.get(KEY_EXISTS)
+        if isinstance(ka, list) and isinstance(kb, list) and ka != kb:
+            a[KEY_EXISTS] = b[KEY_EXISTS] = [*ka, *(e for e in kb if e not in ka)]
         ma, mb = a.get(_ORDER), b.get(_ORDER)
         if isinstance(ma, list) and isinstance(mb, list) and ma != mb:
             a[_ORDER] = b[_ORDER] = list(dict.fromkeys([*ma, *mb]))
@@ -426,7 +587,7 @@ class ObjectsMixin(Base):
 
 _FOLDED = frozenset(
     {"properties", "patternProperties", "additionalProperties", "propertyNames", "minProperties",
-     "maxProperties", _ORDER, *_DEPENDENCY_KW}
+     "maxProperties", _ORDER, KEY_EXISTS, *_DEPENDENCY_KW}
 )
 
 
