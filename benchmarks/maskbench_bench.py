@@ -2,7 +2,7 @@
 
 usage: python benchmarks/maskbench_bench.py [--per-split K | --files LIST] [--limit N] [--seed S]
                                             [--peers xgrammar,llguidance] [--out results.json]
-                                            [--no-memory] [--no-correctness]
+                                            [--no-memory] [--no-correctness] [--xgrammar-strict]
 
 Reads the MaskBench slice at ``../shared/maskbench`` (relative to the repository root, or
 ``--data``), draws up to K schemas per split, and measures per schema, with the DeepSeek
@@ -16,7 +16,25 @@ tokenizer (128k byte-level BPE) and compact JSON (no insignificant whitespace):
   ``maskc.artifacts.bench`` (the engines of ``maskc bench``), built from maskc's own
   vocabulary: compile = time to the first mask (compile, matcher, first mask), the
   serialized form's size and load-to-first-mask time where the peer has one, per-token
-  time over the same instance, and the growth of the peak RSS over the compile.
+  time over the same instance, the growth of the peak RSS over the compile, and the same
+  four correctness counts.
+
+Every engine is judged on the same instances: each labelled instance of the schema,
+serialized as the harness's check serializes it (compact JSON, maskc's key order) and
+tokenized with the same vocabulary; one the serializer or the tokenizer cannot take is
+left out for all. An instance passes when each of its tokens is allowed by the step's mask
+and accepted, and the engine may then end (maskc's check: an invalid instance counts
+accepted when the byte-level automaton accepts it). Per-token times come from the first
+valid instance alone, walked first after the first mask, for every engine; the other
+instances are judged, not timed. A schema is *sound* for an engine when it compiled and no
+invalid instance was accepted, and *passed* when besides no valid instance was rejected:
+the table gives both counts over all schemas beside "compiled", the lines after the tables
+name each engine's failing schemas, and ``--out`` lists them with their counts
+(``aggregate.engines.<engine>.failed_schemas``).
+
+The schema's language is JSON Schema's: maskc compiles in ``exact`` semantics (undeclared
+keys admitted where the schema admits them), XGrammar runs with ``strict_mode`` off to match
+(``--xgrammar-strict`` turns it on: no undeclared keys), llguidance follows the schema.
 
 Each peer runs in its own child process (``maskc.artifacts.bench.EngineWorker``: address
 space capped by ``--peer-mem-gb``, killed after ``--peer-timeout``), which times itself; a
@@ -52,12 +70,13 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from maskc.artifacts.artifact import Artifact
-from maskc.artifacts.bench import EngineWorker, Instance, Job, TokenizerSpec
+from maskc.artifacts.bench import EngineResult, EngineWorker, Instance, Job, TokenizerSpec
 
 import maskc
 from tests.maskbench import (
     COMPILE_SECONDS,
     MASKBENCH_DIR,
+    SEMANTICS,
     SchemaResult,
     check_artifact,
     compile_case,
@@ -71,6 +90,37 @@ from tests.maskbench import (
 )
 
 PEERS = ("xgrammar", "llguidance", "outlines")
+NAMED = 20  # failing instance descriptions kept per engine and schema (as the harness keeps)
+
+
+# -- instances -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Labelled:
+    """One labelled instance of a schema, as every engine sees it."""
+
+    desc: str  # "#<index among the labelled tests> <description>", as the harness names it
+    valid: bool
+    ids: tuple[int, ...]
+
+
+def labelled_instances(case: dict[str, Any], tok: maskc.Vocabulary) -> tuple[list[Labelled], int]:
+    """The labelled instances of ``case`` as the harness's check serializes them (compact JSON,
+    maskc's key order: ``serialize``) and tokenizes them (``tok.encode``), with the number left
+    out: those the serializer or the tokenizer cannot take, which the harness cannot check either."""
+    tests = [t for t in case.get("tests") or [] if isinstance(t, dict) and "valid" in t]
+    out: list[Labelled] = []
+    skipped = 0
+    for i, test in enumerate(tests):
+        try:
+            text = serialize(test.get("data"), case["schema"]).decode("utf-8")
+            ids = tuple(tok.encode(text))
+        except Exception:  # noqa: BLE001 - an instance the serializer or the tokenizer cannot take
+            skipped += 1
+            continue
+        out.append(Labelled(f"#{i} {test.get('description', '')}"[:160], bool(test["valid"]), ids))
+    return out, skipped
 
 
 # -- per-engine results ----------------------------------------------------------------------
@@ -90,6 +140,25 @@ class EngineRun:
     instance_tokens: int = 0
     instance_accepted: bool | None = None  # every token allowed and accepted, then can end
     peak_mem_bytes: int | None = None
+    # the labelled instances (all of the schema's, unless --no-correctness): counts, and the
+    # descriptions of the failing ones
+    judged: bool = False
+    valid_accepted: int = 0
+    valid_rejected: int = 0
+    invalid_accepted: int = 0
+    invalid_rejected: int = 0
+    valid_rejected_tests: list[str] = field(default_factory=list)
+    invalid_accepted_tests: list[str] = field(default_factory=list)
+
+    @property
+    def sound(self) -> bool | None:
+        """Compiled and accepted no invalid instance; None when the instances were not judged."""
+        return self.compiled and self.invalid_accepted == 0 if self.judged else None
+
+    @property
+    def passed(self) -> bool | None:
+        """Compiled and judged every instance right; None when the instances were not judged."""
+        return bool(self.sound) and self.valid_rejected == 0 if self.judged else None
 
     def as_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -97,6 +166,7 @@ class EngineRun:
         d["token_us_p50"] = _pct(t, 50)
         d["token_us_p99"] = _pct(t, 99)
         d["token_count_timed"] = len(t)
+        d["sound"], d["passed"] = self.sound, self.passed
         return d
 
 
@@ -127,7 +197,7 @@ def _timed_walk(run: Any, ids: list[int], bitmask: Any, fill: Any, accept: Any) 
 
 def run_maskc(case: dict[str, Any], res: SchemaResult, tok: maskc.Vocabulary, ids: list[int] | None, *,
               memory: bool, correctness: bool) -> EngineRun:
-    run = EngineRun()
+    run = EngineRun(judged=correctness)
     art = compile_case(case, tok, res)
     run.compile_ms = res.compile_ms
     if art is None:
@@ -147,6 +217,10 @@ def run_maskc(case: dict[str, Any], res: SchemaResult, tok: maskc.Vocabulary, id
         run.instance_accepted = ok and m.can_terminate()
     if correctness:
         check_artifact(art, case, tok, res, token_level=True)
+        run.valid_accepted, run.valid_rejected = res.valid_accepted, res.valid_rejected
+        run.invalid_accepted, run.invalid_rejected = res.invalid_accepted, res.invalid_rejected
+        run.valid_rejected_tests = list(res.valid_rejected_tests)
+        run.invalid_accepted_tests = list(res.invalid_accepted_tests)
     del art, loaded, raw
     if memory:
         gc.collect()
@@ -166,27 +240,59 @@ def run_maskc(case: dict[str, Any], res: SchemaResult, tok: maskc.Vocabulary, id
 
 class PeerProcess:
     """A peer in its own process (``maskc.artifacts.bench``'s engine child): address space
-    capped, killed after ``timeout_s`` per schema, restarted after a crash or a timeout."""
+    capped, killed after ``timeout_s`` per schema, restarted after a crash or a timeout.
+    ``options`` go to the engine's constructor (``{"strict": False}`` for XGrammar)."""
 
-    def __init__(self, name: str, *, mem_gb: float, timeout_s: float) -> None:
+    def __init__(self, name: str, *, mem_gb: float, timeout_s: float, options: dict[str, Any] | None = None,
+                 tokenizer: TokenizerSpec = TokenizerSpec("deepseek")) -> None:
         self.name = name
-        self.worker = EngineWorker(name, TokenizerSpec("deepseek"), timeout_s=timeout_s,
-                                   memory_mb=int(mem_gb * 1024))
+        self._settings = (tokenizer, timeout_s, int(mem_gb * 1024), options)
+        self.worker = self._new_worker()
         self.setup_ms: float | None = self.worker.info.get("setup_ms")
         self.threads: int | None = self.worker.info.get("threads")
+        self.broken = False  # the child could not be restarted after a crash or a timeout
 
-    def run(self, schema: Any, ids: list[int] | None) -> EngineRun:
-        instances = (Instance(tuple(ids), True),) if ids is not None else ()
-        r = self.worker.run(Job(schema, instances))
-        return EngineRun(compiled=r.ok, error=r.error or "", compile_ms=r.cold_ms, size_bytes=r.size_bytes,
-                         load_ms=r.warm_ms, token_us=list(r.step_us), instance_tokens=len(ids or ()),
-                         # the last timed step of a refused instance is the refused token
-                         tokens_accepted=len(ids or ()) if r.valid_accepted else max(len(r.step_us) - 1, 0),
-                         instance_accepted=bool(r.valid_accepted) if ids is not None and r.ok else None,
-                         peak_mem_bytes=r.peak_memory_bytes)
+    def _new_worker(self) -> EngineWorker:
+        tokenizer, timeout_s, memory_mb, options = self._settings
+        return EngineWorker(self.name, tokenizer, timeout_s=timeout_s, memory_mb=memory_mb, options=options)
+
+    def _job(self, job: Job) -> EngineResult:
+        """The worker's result; a child that cannot be restarted fails this schema, and the next
+        schema gets a fresh worker."""
+        try:
+            if self.broken:
+                self.worker = self._new_worker()
+                self.broken = False
+            return self.worker.run(job)
+        except RuntimeError as e:
+            self.broken = True
+            return EngineResult(error=f"restart failed: {e}")
+
+    def run(self, schema: Any, instances: Sequence[Labelled], timed: int | None, *, judged: bool) -> EngineRun:
+        """Judge ``instances`` (with ``judged``; else walk ``instances[timed]`` alone), timing the
+        steps of ``instances[timed]`` only: it is walked first, right after the first mask."""
+        if not judged:
+            instances = [instances[timed]] if timed is not None else []
+            timed = 0 if timed is not None else None
+        r = self._job(Job(schema, tuple(Instance(x.ids, x.valid) for x in instances), timed=timed))
+        n = len(instances[timed].ids) if timed is not None else 0
+        accepted = r.verdicts[timed] if r.ok and timed is not None and len(r.verdicts) == len(instances) else None
+        run = EngineRun(compiled=r.ok, error=r.error or "", compile_ms=r.cold_ms, size_bytes=r.size_bytes,
+                        load_ms=r.warm_ms, token_us=list(r.step_us), instance_tokens=n, judged=judged,
+                        # the last timed step of a refused instance is (mostly) the refused token
+                        tokens_accepted=n if accepted else max(len(r.step_us) - 1, 0),
+                        instance_accepted=accepted, peak_mem_bytes=r.peak_memory_bytes)
+        if judged and r.ok:
+            run.valid_accepted, run.valid_rejected = r.valid_accepted, r.valid_rejected
+            run.invalid_accepted, run.invalid_rejected = r.invalid_accepted, r.invalid_rejected
+            wrong = [x for x, ok in zip(instances, r.verdicts) if ok != x.valid]
+            run.valid_rejected_tests = [x.desc for x in wrong if x.valid][:NAMED]
+            run.invalid_accepted_tests = [x.desc for x in wrong if not x.valid][:NAMED]
+        return run
 
     def close(self) -> None:
-        self.worker.close()
+        if not self.broken:
+            self.worker.close()
 
 
 # -- report ----------------------------------------------------------------------------------
@@ -198,7 +304,8 @@ def _stats(xs: Sequence[float]) -> dict[str, float | None]:
 
 
 def aggregate(rows: list[dict[str, Any]], engines: Sequence[str]) -> dict[str, Any]:
-    """Per-engine metrics over the schemas every engine compiled, plus compile counts."""
+    """Per-engine metrics over the schemas every engine compiled, plus counts over all schemas:
+    compiled, sound and passed, the instance outcomes, and the schemas compiled but failed."""
     common = [r for r in rows if all(r["engines"].get(e, {}).get("compiled") for e in engines)]
     out: dict[str, Any] = {"schemas": len(rows), "common_compiled": len(common), "engines": {}}
     for e in engines:
@@ -218,8 +325,28 @@ def aggregate(rows: list[dict[str, Any]], engines: Sequence[str]) -> dict[str, A
             "peak_mem_bytes": _stats(mems),
             "first_valid_instance_accepted": f"{sum(bool(x['instance_accepted']) for x in with_inst)}/{len(with_inst)}",
             "errors": _error_counts(r["engines"][e] for r in rows),
+            **_verdicts(rows, e),
         }
     return out
+
+
+COUNTS = ("valid_accepted", "valid_rejected", "invalid_accepted", "invalid_rejected")
+
+
+def _verdicts(rows: list[dict[str, Any]], e: str) -> dict[str, Any]:
+    """Engine ``e``'s judged schemas: how many are sound and passed, the instance outcomes over
+    the compiled ones, and each schema compiled but failed with its counts."""
+    runs = [(r["name"], r["engines"][e]) for r in rows if r["engines"][e]["judged"]]
+    named = ("valid_rejected_tests", "invalid_accepted_tests")
+    failed = [{"name": name, **{k: x[k] for k in (*COUNTS, *named)}}
+              for name, x in runs if x["compiled"] and not x["passed"]]
+    return {
+        "judged": len(runs),
+        "sound": sum(bool(x["sound"]) for _, x in runs),
+        "passed": sum(bool(x["passed"]) for _, x in runs),
+        "instances": {k: sum(x[k] for _, x in runs if x["compiled"]) for k in COUNTS},
+        "failed_schemas": failed,
+    }
 
 
 def _error_counts(runs: Any) -> dict[str, int]:
@@ -252,11 +379,17 @@ def table_rows(agg: dict[str, Any], engines: Sequence[str]) -> list[list[str]]:
                ("artifact / serialized size", "size_bytes", "B", ("p50", "max")),
                ("load time", "load_ms", "ms", ("p50", "p99")),
                ("per-token mask+accept", "token_us", "us", ("p50", "p99")),
-               ("compile peak memory (tracemalloc)", "peak_mem_bytes", "B", ("p50", "max"))]
+               ("compile peak memory (maskc: tracemalloc, peers: RSS growth)", "peak_mem_bytes", "B",
+                ("p50", "max"))]
+    pad = [""] * (len(engines) - 1)
     rows = [["compiled (all schemas)", *[str(agg["engines"][e]["compiled"]) + f"/{agg['schemas']}" for e in engines],
-             *[""] * (len(engines) - 1)]]
+             *pad]]
+    for label, key in (("sound (compiled, no invalid accepted)", "sound"),
+                       ("passed (compiled, every instance right)", "passed")):
+        rows.append([label, *[f"{agg['engines'][e][key]}/{agg['schemas']}" if agg["engines"][e]["judged"] else "-"
+                              for e in engines], *pad])
     rows.append(["first valid instance accepted", *[agg["engines"][e]["first_valid_instance_accepted"] for e in engines],
-                 *[""] * (len(engines) - 1)])
+                 *pad])
     for label, key, unit, qs in metrics:
         for q in qs:
             vals = [agg["engines"][e][key][q] for e in engines]
@@ -287,6 +420,26 @@ def print_table(title: str, header: list[str], rows: list[list[str]]) -> None:
     Console(width=160).print(t)
 
 
+def failure_lines(agg: dict[str, Any], engines: Sequence[str], shown: int = 5) -> list[str]:
+    """One line per judged engine: the schemas where it accepted an invalid instance or
+    rejected a valid one (the first ``shown`` names of each)."""
+    lines = []
+    for e in engines:
+        a = agg["engines"][e]
+        if not a["judged"]:
+            continue
+        parts = []
+        for what, key in (("accepted an invalid instance", "invalid_accepted"),
+                          ("rejected a valid instance", "valid_rejected")):
+            names = [f["name"].removesuffix(".json") for f in a["failed_schemas"] if f[key]]
+            if names:
+                more = f", +{len(names) - shown} more" if len(names) > shown else ""
+                parts.append(f"{what} in {len(names)}: {', '.join(names[:shown])}{more}")
+        lines.append(f"{e}: " + ("; ".join(parts) if parts else
+                                 f"every instance right on the {a['compiled']} compiled schema(s)"))
+    return lines
+
+
 def print_correctness(summary: dict[str, dict[str, Any]]) -> None:
     header = ["split", "schemas", "compiled", "crashes", "limit overruns", "valid acc", "valid rej", "invalid acc", "invalid rej", "compile errors"]
     rows = []
@@ -299,6 +452,12 @@ def print_correctness(summary: dict[str, dict[str, Any]]) -> None:
 
 
 # -- main ------------------------------------------------------------------------------------
+
+
+def _marks(run: EngineRun) -> str:
+    """`` !ia=N`` / `` !vr=N`` after a compiled engine that accepted invalid or rejected valid instances."""
+    return (f" !ia={run.invalid_accepted}" if run.invalid_accepted else "") + \
+        (f" !vr={run.valid_rejected}" if run.valid_rejected else "")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -315,7 +474,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--peer-timeout", type=float, default=120.0, help="seconds per schema before a peer is killed")
     ap.add_argument("--peer-mem-gb", type=float, default=8.0, help="address-space cap of each peer process (0: none)")
     ap.add_argument("--no-memory", action="store_true", help="skip the traced compile for peak memory")
-    ap.add_argument("--no-correctness", action="store_true", help="skip the harness's instance checks")
+    ap.add_argument("--no-correctness", action="store_true",
+                    help="skip the instance checks (every engine then walks the first valid instance only)")
+    ap.add_argument("--xgrammar-strict", action="store_true",
+                    help="XGrammar with strict_mode (no undeclared keys); default: follow maskc's semantics "
+                         f"({SEMANTICS}: strict_mode off)")
     args = ap.parse_args(argv)
 
     if not args.data.is_dir():
@@ -341,8 +504,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     tok = maskc.load_tokenizer("deepseek")
     setup: dict[str, float | None] = {"maskc_tokenizer_ms": (time.perf_counter() - t0) * 1e3}
     maskc.compile_json_schema({"type": "boolean"}, tok)  # warm the per-tokenizer tables
-    peers = [PeerProcess(name, mem_gb=args.peer_mem_gb, timeout_s=args.peer_timeout)
-             for name in peers_wanted]
+    xgrammar_strict = args.xgrammar_strict or SEMANTICS != "exact"
+    peer_options: dict[str, dict[str, Any]] = {"xgrammar": {"strict": xgrammar_strict}}
+    peers = [PeerProcess(name, mem_gb=args.peer_mem_gb, timeout_s=args.peer_timeout,
+                         options=peer_options.get(name)) for name in peers_wanted]
     for p in peers:
         setup[f"{p.name}_setup_ms"] = p.setup_ms
     engines = ["maskc", *[p.name for p in peers]]
@@ -355,16 +520,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     for i, path in enumerate(files):
         case = load_case(path)
         res = SchemaResult(split=split_of(path), name=path.name, status="compiled")
-        valid = next((t for t in case.get("tests") or [] if isinstance(t, dict) and t.get("valid")), None)
-        ids = tok.encode(serialize(valid["data"], case["schema"]).decode()) if valid is not None else None
+        instances, skipped = labelled_instances(case, tok)
+        timed = next((k for k, x in enumerate(instances) if x.valid), None)  # the first valid instance
+        ids = list(instances[timed].ids) if timed is not None else None
         runs = {"maskc": run_maskc(case, res, tok, ids, memory=not args.no_memory,
                                    correctness=not args.no_correctness)}
         for p in peers:
-            runs[p.name] = p.run(case["schema"], ids)
+            runs[p.name] = p.run(case["schema"], instances, timed, judged=not args.no_correctness)
         results.append(res)
-        rows.append({"name": path.name, "split": res.split, "engines": {e: r.as_dict() for e, r in runs.items()},
+        rows.append({"name": path.name, "split": res.split,
+                     "instances": {"valid": sum(x.valid for x in instances),
+                                   "invalid": sum(not x.valid for x in instances), "skipped": skipped},
+                     "engines": {e: r.as_dict() for e, r in runs.items()},
                      "_token_us": {e: r.token_us for e, r in runs.items()}})
-        line = "  ".join(f"{e}=" + (f"{r.compile_ms:.0f}ms" if r.compiled else "ERR") for e, r in runs.items())
+        line = "  ".join(f"{e}=" + (f"{r.compile_ms:.0f}ms" + _marks(r) if r.compiled else "ERR")
+                         for e, r in runs.items())
         print(f"[{i + 1}/{len(files)}] {path.name[:60]:60s} {line}"
               + (f"  maskc:{res.error}" if res.error else ""), flush=True)
 
@@ -395,6 +565,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         errs = agg["engines"][e]["errors"]
         if errs:
             print(f"{e} errors: " + "; ".join(f"{k} ×{v}" for k, v in list(errs.items())[:8]))
+    print()
+    for line in failure_lines(agg, engines):
+        print(line)
     maxrss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\ntotal runtime {wall:.1f} s; process ru_maxrss {maxrss_mib:.0f} MiB; setup {setup}")
 
@@ -406,6 +579,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                  "versions": versions, "cpus": os.cpu_count(), "python": platform.python_version(),
                  "platform": platform.platform(), "runtime_s": wall, "ru_maxrss_mib": maxrss_mib,
                  "setup_ms": setup, "xgrammar_threads": next((p.threads for p in peers if p.name == "xgrammar"), None),
+                 "semantics": SEMANTICS, "peer_settings": {p.name: p.worker.info for p in peers},
+                 "timed_instance": "the first valid instance (every engine); the others are judged, not timed",
                  "memory": "tracemalloc peak over a second, traced maskc compile (Python objects and numpy arrays)"},
         "aggregate": agg,
         "correctness": summary,

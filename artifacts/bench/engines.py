@@ -4,8 +4,10 @@ An :class:`Engine` is built once per process from a maskc :class:`Vocabulary`, s
 engine sees the same token bytes, special ids and EOS ids (the peers get them in their raw
 byte form: XGrammar ``VocabType.RAW``, llguidance a ``TokenizerWrapper``, outlines-core a
 byte ``Vocabulary``). Every engine compiles compact JSON (no insignificant whitespace),
-the grammar maskc's default policy emits. A peer is optional: :func:`missing_hint` says
-how to install one that is absent, without importing it.
+the grammar maskc's default policy emits, and judges instances by the schema's own
+language: maskc in ``exact`` semantics, XGrammar without ``strict_mode`` (undeclared keys
+admitted where the schema admits them), llguidance as it reads JSON Schema. A peer is
+optional: :func:`missing_hint` says how to install one that is absent, without importing it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import os
 import pickle
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, ClassVar
@@ -123,12 +126,13 @@ class MaskcEngine(Engine):
     package = "maskc"
     module = "maskc"
     serializable = True
+    semantics: ClassVar[str] = "exact"
+    """Instances are judged by JSON Schema's verdict: maskc compiles the schema's exact language."""
 
     def compile(self, schema: Any) -> Any:
         from maskc.artifacts.api import compile_json_schema
 
-        # instances are judged by JSON Schema's verdict: compile the schema's exact language
-        return compile_json_schema(schema, self.vocab, cache=None, semantics="exact")
+        return compile_json_schema(schema, self.vocab, cache=None, semantics=self.semantics)
 
     def matcher(self, compiled: Any) -> EngineMatcher:
         return _MaskcMatcher(compiled)
@@ -167,18 +171,26 @@ class _XGrammarMatcher(EngineMatcher):
 
 class XGrammarEngine(Engine):
     """XGrammar, its compiled grammar serialized with ``serialize_json``; special ids are
-    given as empty tokens, which XGrammar treats as special."""
+    given as empty tokens, which XGrammar treats as special.
+
+    Args:
+        vocab: The benchmark's vocabulary.
+        strict: XGrammar's ``strict_mode``: True forbids undeclared object properties (and
+            array items past ``prefixItems``) even where the schema admits them. None (the
+            default) follows maskc's semantics: ``exact`` admits them, so strict is off.
+    """
 
     name = "xgrammar"
     package = "xgrammar"
     module = "xgrammar"
     serializable = True
 
-    def __init__(self, vocab: Vocabulary) -> None:
+    def __init__(self, vocab: Vocabulary, *, strict: bool | None = None) -> None:
         super().__init__(vocab)
         import xgrammar as xgr
 
         self.xgr = xgr
+        self.strict = MaskcEngine.semantics != "exact" if strict is None else bool(strict)
         special = vocab.special_ids
         encoded = [b"" if i in special else b for i, b in enumerate(vocab.token_bytes)]
         self.tokenizer_info = xgr.TokenizerInfo(encoded, xgr.VocabType.RAW, vocab_size=vocab.vocab_size,
@@ -188,7 +200,7 @@ class XGrammarEngine(Engine):
 
     def compile(self, schema: Any) -> Any:
         return self.compiler.compile_json_schema(json.dumps(schema), any_whitespace=False,
-                                                 separators=(",", ":"), strict_mode=True)
+                                                 separators=(",", ":"), strict_mode=self.strict)
 
     def matcher(self, compiled: Any) -> EngineMatcher:
         return _XGrammarMatcher(self.xgr, compiled, self.vocab.vocab_size)
@@ -202,7 +214,7 @@ class XGrammarEngine(Engine):
         return self.xgr.CompiledGrammar.deserialize_json(path.read_text(encoding="utf-8"), self.tokenizer_info)
 
     def info(self) -> dict[str, Any]:
-        return {"threads": self.threads, "strict_mode": True}
+        return {"threads": self.threads, "strict_mode": self.strict}
 
 
 # -- llguidance -------------------------------------------------------------------------------
@@ -229,6 +241,10 @@ class _TokenizerSource:
             return []
 
 
+# llguidance's JsonCompileOptions (a TypedDict of the optional package): compact, not lenient
+_LLGUIDANCE_JSON: Any = {"whitespace_flexible": False, "item_separator": ",", "key_separator": ":", "lenient": False}
+
+
 class _LLGuidanceMatcher(EngineMatcher):
     def __init__(self, ll: Any, lln: Any, tokenizer: Any, grammar: str) -> None:
         self.lln = lln
@@ -249,7 +265,13 @@ class _LLGuidanceMatcher(EngineMatcher):
 
 class LLGuidanceEngine(Engine):
     """llguidance: compile is ``grammar_from_json_schema`` and the ``LLMatcher`` built from it
-    (its masks are computed lazily, so time to first mask is the comparable number)."""
+    (its masks are computed lazily, so time to first mask is the comparable number).
+
+    Its JSON options: no insignificant whitespace (``whitespace_flexible`` off, separators
+    ``,`` and ``:``), not ``lenient`` (a keyword it does not implement is an error). It has no
+    option for undeclared properties: it follows the schema (``additionalProperties``
+    absent admits them, after the declared ones), as maskc's ``exact`` semantics does.
+    """
 
     name = "llguidance"
     package = "llguidance"
@@ -266,8 +288,11 @@ class LLGuidanceEngine(Engine):
                                                 n_vocab=vocab.vocab_size, eos_token=list(vocab.eos_ids))
 
     def compile(self, schema: Any) -> Any:
-        grammar: str = self.ll.LLMatcher.grammar_from_json_schema(schema, defaults={"whitespace_flexible": False})
+        grammar: str = self.ll.LLMatcher.grammar_from_json_schema(schema, defaults=_LLGUIDANCE_JSON)
         return grammar
+
+    def info(self) -> dict[str, Any]:
+        return {"json_options": dict(_LLGUIDANCE_JSON), "additional_properties": "as the schema says"}
 
     def matcher(self, compiled: Any) -> EngineMatcher:
         return _LLGuidanceMatcher(self.ll, self.lln, self.tokenizer, compiled)
@@ -341,9 +366,19 @@ ENGINES: dict[str, type[Engine]] = {e.name: e for e in (MaskcEngine, XGrammarEng
 PEERS = tuple(name for name in ENGINES if name != "maskc")
 
 
-def make_engine(name: str, vocab: Vocabulary) -> Engine:
-    """Build engine ``name`` for ``vocab`` (imports the peer's package)."""
-    return ENGINES[name](vocab)
+def make_engine(name: str, vocab: Vocabulary, options: Mapping[str, Any] | None = None) -> Engine:
+    """Build engine ``name`` for ``vocab`` (imports the peer's package).
+
+    Args:
+        name: A key of :data:`ENGINES`.
+        vocab: The benchmark's vocabulary.
+        options: Keyword arguments of the engine's constructor (``{"strict": True}`` for
+            XGrammar); None or empty for its defaults.
+
+    Raises:
+        TypeError: an option the engine does not take.
+    """
+    return ENGINES[name](vocab, **dict(options or {}))
 
 
 def missing_hint(name: str) -> str | None:

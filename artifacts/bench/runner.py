@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,13 +96,26 @@ class TokenizerSpec:
 @dataclass(frozen=True, slots=True)
 class Job:
     """One schema for one engine. ``walks`` > 0 asks the maskc child for that many random
-    walks of its compiled grammar (returned in :attr:`EngineResult.walks`) to time over."""
+    walks of its compiled grammar (returned in :attr:`EngineResult.walks`) to time over.
+
+    ``timed`` is the index in ``instances`` of the one instance whose steps are timed (it
+    is walked first, right after the first mask; the others are judged, not timed); None,
+    or random walks in place of the instances, times every instance.
+
+    Raises:
+        ValueError: ``timed`` is not an index of ``instances``.
+    """
 
     schema: Any
     instances: tuple[Instance, ...]
     walks: int = 0
     walk_tokens: int = 256
     seed: int = 0
+    timed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.timed is not None and not 0 <= self.timed < len(self.instances):
+            raise ValueError(f"timed must index the {len(self.instances)} instances, got {self.timed}")
 
 
 @dataclass
@@ -116,6 +130,7 @@ class EngineResult:
     size_bytes: int | None = None
     peak_memory_bytes: int | None = None
     step_us: list[float] = field(default_factory=list)
+    verdicts: list[bool] = field(default_factory=list)  # per instance, in the job's order: passed
     valid_accepted: int = 0
     valid_rejected: int = 0
     invalid_rejected: int = 0
@@ -153,7 +168,8 @@ def _walk(m: Any, inst: Instance, eos: tuple[int, ...], steps: list[float]) -> b
 
 def measure(engine: Engine, job: Job, workdir: Path) -> EngineResult:
     """Time one schema on one engine: cold compile to first mask, warm load to first mask,
-    every step over the instances, peak memory of the compile, and pass counts.
+    every step over the instances (or over ``job.timed`` alone), peak memory of the compile,
+    and pass counts.
 
     Raises whatever the engine raises on a schema it refuses (the caller records it).
     """
@@ -194,14 +210,23 @@ def measure(engine: Engine, job: Job, workdir: Path) -> EngineResult:
         res.walks = random_walks(loaded, engine.vocab, count=job.walks, max_tokens=job.walk_tokens, seed=job.seed)
         instances = tuple(Instance(w, True) for w in res.walks)
     eos = engine.vocab.eos_ids
-    for inst in instances:
-        passed = _walk(m, inst, eos, res.step_us)
+    timed = job.timed if instances is job.instances else None  # random walks replaced them: time all
+    order = list(range(len(instances)))
+    if timed is not None:  # the timed instance first, right after the first mask, as if alone
+        order.remove(timed)
+        order.insert(0, timed)
+    verdicts = [False] * len(instances)
+    for k in order:
+        inst = instances[k]
+        passed = _walk(m, inst, eos, res.step_us if timed in (None, k) else [])
+        verdicts[k] = passed
         if inst.valid:
             res.valid_accepted += passed
             res.valid_rejected += not passed
         else:
             res.invalid_accepted += passed
             res.invalid_rejected += not passed
+    res.verdicts = verdicts
     return res
 
 
@@ -210,7 +235,7 @@ def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {text[:300]}" if text else type(e).__name__
 
 
-def _worker(name: str, tokenizer: TokenizerSpec, memory_mb: int, conn: Any) -> None:
+def _worker(name: str, tokenizer: TokenizerSpec, options: dict[str, Any], memory_mb: int, conn: Any) -> None:
     # Peers log warnings per approximated keyword on stderr; the report says what matters.
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)
@@ -224,7 +249,7 @@ def _worker(name: str, tokenizer: TokenizerSpec, memory_mb: int, conn: Any) -> N
             pass
     try:
         t0 = time.perf_counter()
-        engine = make_engine(name, tokenizer.load())
+        engine = make_engine(name, tokenizer.load(), options)
         with tempfile.TemporaryDirectory(prefix="maskc-bench-") as tmp:
             measure(engine, Job(_WARMUP_SCHEMA, ()), Path(tmp))
         info = {"setup_ms": (time.perf_counter() - t0) * 1e3, "version": engine.version(), **engine.info()}
@@ -252,13 +277,18 @@ def _worker(name: str, tokenizer: TokenizerSpec, memory_mb: int, conn: Any) -> N
 class EngineWorker:
     """The parent's handle on one engine's child process.
 
+    ``options`` are the engine's constructor options (:func:`make_engine`; picklable, as the
+    child is spawned), e.g. ``{"strict": True}`` for XGrammar.
+
     Raises:
         RuntimeError: from the constructor, when the child cannot load the tokenizer or
         build the engine (the message says why).
     """
 
-    def __init__(self, name: str, tokenizer: TokenizerSpec, *, timeout_s: float, memory_mb: int) -> None:
+    def __init__(self, name: str, tokenizer: TokenizerSpec, *, timeout_s: float, memory_mb: int,
+                 options: Mapping[str, Any] | None = None) -> None:
         self.name, self.tokenizer, self.timeout_s, self.memory_mb = name, tokenizer, timeout_s, memory_mb
+        self.options = dict(options or {})
         self.info: dict[str, Any] = {}
         self._proc: Any = None
         self._conn: Any = None
@@ -267,7 +297,8 @@ class EngineWorker:
     def _start(self) -> None:
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_worker, args=(self.name, self.tokenizer, self.memory_mb, child),
+        self._proc = ctx.Process(target=_worker,
+                                 args=(self.name, self.tokenizer, self.options, self.memory_mb, child),
                                  daemon=True, name=f"maskc-bench-{self.name}")
         self._proc.start()
         child.close()
