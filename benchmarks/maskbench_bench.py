@@ -3,6 +3,7 @@
 usage: python benchmarks/maskbench_bench.py [--per-split K | --files LIST] [--limit N] [--seed S]
                                             [--peers xgrammar,llguidance] [--out results.json]
                                             [--no-memory] [--no-correctness] [--xgrammar-strict]
+                                            [--max-seconds S]
 
 Reads the MaskBench slice at ``../shared/maskbench`` (relative to the repository root, or
 ``--data``), draws up to K schemas per split, and measures per schema, with the DeepSeek
@@ -196,9 +197,9 @@ def _timed_walk(run: Any, ids: list[int], bitmask: Any, fill: Any, accept: Any) 
 
 
 def run_maskc(case: dict[str, Any], res: SchemaResult, tok: maskc.Vocabulary, ids: list[int] | None, *,
-              memory: bool, correctness: bool) -> EngineRun:
+              memory: bool, correctness: bool, max_seconds: float = COMPILE_SECONDS) -> EngineRun:
     run = EngineRun(judged=correctness)
-    art = compile_case(case, tok, res)
+    art = compile_case(case, tok, res, max_seconds=max_seconds)
     run.compile_ms = res.compile_ms
     if art is None:
         run.error = res.error
@@ -226,7 +227,7 @@ def run_maskc(case: dict[str, Any], res: SchemaResult, tok: maskc.Vocabulary, id
         gc.collect()
         tracemalloc.start()
         try:
-            maskc.compile_json_schema(case["schema"], tok, options=compile_options())
+            maskc.compile_json_schema(case["schema"], tok, options=compile_options(max_seconds))
             run.peak_mem_bytes = tracemalloc.get_traced_memory()[1]
         except maskc.MaskcError:
             pass
@@ -471,7 +472,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="a text file of MaskBench file names (one per line): run exactly these, in order")
     ap.add_argument("--peers", default="xgrammar,llguidance", help="comma-separated: xgrammar,llguidance,outlines ('' for none)")
     ap.add_argument("--out", type=Path, default=Path("maskbench_results.json"))
-    ap.add_argument("--peer-timeout", type=float, default=120.0, help="seconds per schema before a peer is killed")
+    ap.add_argument("--max-seconds", type=float, default=60.0,
+                    help="compile time limit per schema, the same for every engine: maskc's Limits.max_seconds, "
+                         "and the time after which a peer's child is killed")
+    ap.add_argument("--peer-timeout", type=float, default=None,
+                    help="seconds per schema before a peer is killed (default: --max-seconds)")
     ap.add_argument("--peer-mem-gb", type=float, default=8.0, help="address-space cap of each peer process (0: none)")
     ap.add_argument("--no-memory", action="store_true", help="skip the traced compile for peak memory")
     ap.add_argument("--no-correctness", action="store_true",
@@ -506,7 +511,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     maskc.compile_json_schema({"type": "boolean"}, tok)  # warm the per-tokenizer tables
     xgrammar_strict = args.xgrammar_strict or SEMANTICS != "exact"
     peer_options: dict[str, dict[str, Any]] = {"xgrammar": {"strict": xgrammar_strict}}
-    peers = [PeerProcess(name, mem_gb=args.peer_mem_gb, timeout_s=args.peer_timeout,
+    peer_timeout = args.peer_timeout if args.peer_timeout is not None else args.max_seconds
+    peers = [PeerProcess(name, mem_gb=args.peer_mem_gb, timeout_s=peer_timeout,
                          options=peer_options.get(name)) for name in peers_wanted]
     for p in peers:
         setup[f"{p.name}_setup_ms"] = p.setup_ms
@@ -523,7 +529,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         instances, skipped = labelled_instances(case, tok)
         timed = next((k for k, x in enumerate(instances) if x.valid), None)  # the first valid instance
         ids = list(instances[timed].ids) if timed is not None else None
-        runs = {"maskc": run_maskc(case, res, tok, ids, memory=not args.no_memory,
+        runs = {"maskc": run_maskc(case, res, tok, ids, memory=not args.no_memory, max_seconds=args.max_seconds,
                                    correctness=not args.no_correctness)}
         for p in peers:
             runs[p.name] = p.run(case["schema"], instances, timed, judged=not args.no_correctness)
@@ -557,7 +563,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if r.status == "crash":
             print(f"CRASH: {r.name}: {r.error}: {r.message[:200]}")
         if r.limit_overrun:
-            print(f"LIMIT OVERRUN: {r.name}: {r.compile_ms / 1e3:.1f} s against max_seconds={COMPILE_SECONDS:g} "
+            print(f"LIMIT OVERRUN: {r.name}: {r.compile_ms / 1e3:.1f} s against max_seconds={args.max_seconds:g} "
                   f"({r.error or 'compiled'})")
     for r in misaligned:
         print(f"ALIGNMENT: {r.name}: valid instance(s) the DFA accepts but the tokens do not: {r.token_mismatch_tests}")
@@ -575,7 +581,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         del row["_token_us"]
     out = {
         "meta": {"schemas": len(files), "per_split": args.per_split, "seed": args.seed, "limit": args.limit,
-                 "tokenizer": "deepseek", "vocab_size": len(tok.token_bytes), "whitespace": "compact",
+                 "tokenizer": "deepseek", "max_seconds": args.max_seconds, "peer_timeout_s": peer_timeout,
+                 "vocab_size": len(tok.token_bytes), "whitespace": "compact",
                  "versions": versions, "cpus": os.cpu_count(), "python": platform.python_version(),
                  "platform": platform.platform(), "runtime_s": wall, "ru_maxrss_mib": maxrss_mib,
                  "setup_ms": setup, "xgrammar_threads": next((p.threads for p in peers if p.name == "xgrammar"), None),

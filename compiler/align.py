@@ -239,7 +239,7 @@ def _walk_owned(
     return np.concatenate(ok_o), np.concatenate(ok_s)
 
 
-DENSE_BATCH = 8  # wide states walked together over the whole trie
+DENSE_BATCH = 32  # wide states walked together over the whole trie
 MEMO_BY_CONTENT = 4096  # allowed short tokens up to which a state's mask is memoized by content
 LOOP_BATCH = 32  # looping wide states walked together from their boundary nodes
 SPARSE_BUDGET = 1 << 20  # surviving tokens walked together by the narrow states of one batch

@@ -159,18 +159,19 @@ def walk_dense(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int,
     """``[len(states), tokens]``: whether each token is allowed from each state (every node walked)."""
     k = int(states.shape[0])
     nodes = int(trie.level[-1])
-    # int32 arithmetic (half the memory traffic) whenever the flat indices fit
+    # int32 arithmetic (half the memory traffic) whenever the flat indices fit; node-major
+    # layout, so the gather of a level's parents reads contiguous rows of the batch
     dt: type[np.signedinteger[Any]] = np.int32 if (dead + 1) * num_classes < 2**31 else np.int64
     ft: NDArray[Any] = flat_trans.astype(dt, copy=False)
     klass: NDArray[Any] = trie.klass.astype(dt)
-    st: NDArray[Any] = np.empty((k, nodes), dtype=dt)
+    st: NDArray[Any] = np.empty((nodes, k), dtype=dt)
     width = dt(num_classes)
     lv = trie.level.tolist()
     for d in range(len(lv) - 1):
         lo, hi = lv[d], lv[d + 1]
-        prev: NDArray[Any] = states.astype(dt)[:, None] if d == 0 else st[:, trie.parent[lo:hi]]
-        st[:, lo:hi] = ft[prev * width + klass[None, lo:hi]]
-    out: NDArray[np.bool_] = st[:, trie.end] != dead
+        prev: NDArray[Any] = states.astype(dt)[None, :] if d == 0 else st[trie.parent[lo:hi]]
+        st[lo:hi] = ft[prev * width + klass[lo:hi, None]]
+    out: NDArray[np.bool_] = (st[trie.end] != dead).T
     return out
 
 
