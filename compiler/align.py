@@ -34,6 +34,20 @@ from maskc.compiler.trie import (ClassTrie, TokenTrie, build_trie, byte_class_tr
 __all__ = ["ClassSeqs", "class_sequences", "align", "TokenTable", "SHORT_TOKEN"]
 
 SHORT_TOKEN = 16  # tokens up to this many bytes are "short" (the vast majority)
+CLASS_TRIES = 4  # merged tries kept per token table
+
+
+class _Recent(dict[bytes, "ClassTrie"]):
+    """A dict that keeps its last ``size`` insertions."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def __setitem__(self, key: bytes, value: ClassTrie) -> None:
+        super().__setitem__(key, value)
+        while len(self) > self.size:
+            del self[next(iter(self))]
 
 
 @dataclass(frozen=True)
@@ -69,6 +83,14 @@ class TokenTable:
             sl = self.slices()[0]
             got = build_trie(sl.starts, sl.lens, self.flat)
             self.__dict__["_trie"] = got
+        return got
+
+    def class_tries(self) -> dict[bytes, ClassTrie]:
+        """The short tokens' trie merged by class (:func:`class_trie`), per byte-class map,
+        for the last few DFAs aligned (the automata of one pushdown grammar share theirs)."""
+        got: dict[bytes, ClassTrie] | None = self.__dict__.get("_class_tries")
+        if got is None:
+            got = self.__dict__["_class_tries"] = _Recent(CLASS_TRIES)
         return got
 
     @property
@@ -386,6 +408,9 @@ def align(
     short_ok: list[NDArray[np.int64]] = []
     node_class = dfa.byte_class.astype(np.int64)[trie.byte]
     ctries: list[ClassTrie] = []
+    merged = table.class_tries().get(dfa.byte_class.tobytes())
+    if merged is not None:
+        ctries.append(merged)
     many_wide = int(np.count_nonzero(_wide(dfa, trie, rep_s))) >= MANY_WIDE if rep_s.size else False
     for i in range(0, rep_s.shape[0], chunk):
         if deadline is not None and time.monotonic() > deadline:
@@ -394,6 +419,8 @@ def align(
                                                 deadline))
         if progress is not None:
             progress(min(i + chunk, rep_s.shape[0]), rep_s.shape[0] + nblocks)
+    if ctries and many_wide:
+        table.class_tries()[dfa.byte_class.tobytes()] = ctries[0]
     memo: dict[tuple[bytes | int, bytes], int] = {}
     block_mask = np.zeros(nblocks, dtype=np.int32)
     for i in range(0, nblocks, chunk):

@@ -253,6 +253,7 @@ def align_pda(
     no_eos = TokenTable(table.flat, table.offsets, table.walkable, (), table.vocab_size)
     no_eos.__dict__["_slices"] = table.slices()
     no_eos.__dict__["_trie"] = table.trie()
+    no_eos.__dict__["_class_tries"] = table.class_tries()
     masks: list[NDArray[np.bool_]] = []
 
     def collect(mask: NDArray[np.bool_]) -> int:

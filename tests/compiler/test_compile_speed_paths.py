@@ -205,3 +205,20 @@ def test_a_long_enum_shares_suffixes_before_minimization() -> None:
     assert raw.num_states == minimize(raw).num_states  # lowered from the enum's minimal DFA
     assert all(_dfa_accepts(raw, w + b"!") for w in words)
     assert not _dfa_accepts(raw, b"008-000!") and not _dfa_accepts(raw, b"005-040!")
+
+
+def test_the_merged_trie_is_built_once_per_byte_classes() -> None:
+    import maskc
+    from maskc.compiler.pipeline import token_table
+    from maskc.compiler.vocab import byte_tokenizer
+
+    vocab = byte_tokenizer()
+    table = token_table(vocab)
+    props = {k: {"type": "string", "maxLength": 3} for k in "abcdefgh"}
+    schema = {"type": "object", "properties": props, "additionalProperties": False}
+    first = maskc.compile_json_schema(schema, vocab)
+    cached = dict(table.class_tries())
+    assert cached  # many wide states: the walks ran over the merged trie, kept for the next compile
+    again = maskc.compile_json_schema(schema, vocab)
+    assert first.to_bytes() == again.to_bytes()
+    assert all(table.class_tries()[k] is v for k, v in cached.items())  # reused, not rebuilt
