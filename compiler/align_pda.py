@@ -89,14 +89,18 @@ def _return_points(pda: Pda, deadline: float | None = None) -> list[list[int]]:
 Subset = tuple[frozenset[Local], frozenset[Local], bool]  # (inside the frame, past it, loose)
 
 
-def _local_automata(pda: Pda, k: int, deadline: float | None,
-                    limit: int = MAX_LOCAL_STATES) -> tuple[Dfa, Dfa, NDArray[np.int64], NDArray[np.int64]] | None:
+def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_LOCAL_STATES,
+                    horizon: int | None = None) -> tuple[Dfa, Dfa, NDArray[np.int64], NDArray[np.int64]] | None:
     """The 'accepted' and 'accepted or uncertain' automata and each PDA state's seed in them.
 
     A subset holds the configurations still inside the starting frame, those that
     returned past it (continuing at the frame's possible return points, callers unknown:
     an over-approximation), and a flag for walks no longer tracked at all (a call deeper
     than ``k``), which accept any remaining bytes.
+
+    With ``horizon`` (the longest token, in bytes), subsets are expanded only within that
+    many bytes of some seed: no token walks further, so farther subsets (configurations
+    that left a frame and went on through a long stretch of a caller) get no transitions.
     """
     trans = pda.dfa.trans.tolist()
     accepting = pda.dfa.accepting.tolist()
@@ -150,6 +154,8 @@ def _local_automata(pda: Pda, k: int, deadline: float | None,
 
     index: dict[Subset, int] = {}
     order: list[Subset] = []
+    depth: list[int] = []  # bytes from the nearest seed (breadth first: the first visit is the least)
+    here = [0]
 
     def intern(key: Subset) -> int:
         j = index.get(key)
@@ -157,6 +163,7 @@ def _local_automata(pda: Pda, k: int, deadline: float | None,
             j = len(order)
             index[key] = j
             order.append(key)
+            depth.append(here[0])
         return j
 
     seeds = np.asarray([intern(close_both({((), q)}, set(), True)) for q in range(pda.num_states)], dtype=np.int64)
@@ -169,6 +176,11 @@ def _local_automata(pda: Pda, k: int, deadline: float | None,
             raise TimeLimitExceeded("compile time (s)", limit=0)
         inner, outer, esc = order[i]
         row = [DEAD] * nclasses
+        if horizon is not None and depth[i] >= horizon:
+            rows.append(row)  # past every token's end
+            i += 1
+            continue
+        here[0] = depth[i] + 1
         # only the classes some configuration can take (or all, once loose)
         classes: set[int] = set(range(nclasses)) if esc else set()
         if not esc:
@@ -206,8 +218,8 @@ def _local_automata(pda: Pda, k: int, deadline: float | None,
     local_t = np.full((len(local_ids), nclasses), DEAD, dtype=np.int32)
     for j in range(len(order)):
         lj = int(local_of[j])
-        if lj < 0:
-            continue
+        if lj < 0 or (horizon is not None and depth[j] >= horizon):
+            continue  # (subsets with equal inside configurations move alike; a cut one has no row)
         tgt = any_t[j]
         lt = np.where(tgt >= 0, local_of[np.where(tgt >= 0, tgt, 0)], DEAD)
         local_t[lj] = lt.astype(np.int32)
@@ -236,17 +248,19 @@ def align_pda(
         StateLimitExceeded: the alignment automata exceed ``max_states`` even without inlining.
     """
     k = inline_depth
-    built = _local_automata(pda, k, deadline)
+    horizon = max(table.max_len, 1)
+    built = _local_automata(pda, k, deadline, horizon=horizon)
     while built is None and k > 1:
         k -= 1
-        built = _local_automata(pda, k, deadline)
+        built = _local_automata(pda, k, deadline, horizon=horizon)
     if built is None:
         k = 0
-        built = _local_automata(pda, 0, deadline, limit=max(max_states, MAX_LOCAL_STATES))
+        built = _local_automata(pda, 0, deadline, limit=max(max_states, MAX_LOCAL_STATES), horizon=horizon)
     if built is None:
         raise StateLimitExceeded("token-alignment states of the pushdown automaton", limit=max(max_states, MAX_LOCAL_STATES))
     d_local, d_any, seed_local, seed_any = built
-    flat_built = built if k == 0 else _local_automata(pda, 0, deadline, limit=max(max_states, MAX_LOCAL_STATES))
+    flat_built = built if k == 0 else _local_automata(pda, 0, deadline, limit=max(max_states, MAX_LOCAL_STATES),
+                                                      horizon=horizon)
     if flat_built is None:
         raise StateLimitExceeded("token-alignment states of the pushdown automaton", limit=max(max_states, MAX_LOCAL_STATES))
     d_flat, seed_flat = flat_built[0], flat_built[2]

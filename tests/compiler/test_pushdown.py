@@ -314,3 +314,38 @@ def test_need_is_the_least_fixpoint_on_random_automata() -> None:
         got = _need(byte_t, call_q, call_rule, call_ret, starts, acc).tolist()
         assert got == _need_by_rounds(byte_t.tolist(), call_q.tolist(), call_rule.tolist(), call_ret.tolist(),
                                       starts.tolist(), acc.tolist())
+
+
+def test_alignment_stops_at_the_longest_token(toy_vocab: Vocabulary, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Subsets past the longest token's length are not expanded: same masks, fewer states.
+
+    After the free-form value of "d" returns, a walk would go on through the long string
+    of "u"; no token is that long, so those configurations never matter."""
+    import maskc
+    from maskc.compiler import align_pda
+
+    schema = {"type": "object", "additionalProperties": False, "required": ["d", "u"],
+              "properties": {"d": {"type": "object"}, "u": {"type": "string", "maxLength": 40}}}
+    opts = CompileOptions(semantics="exact")
+    sizes: dict[str, list[int]] = {"bounded": [], "unbounded": []}
+    real = align_pda._local_automata
+
+    def spy(kind: str, bound: bool):  # type: ignore[no-untyped-def]
+        def run(pda, k, deadline, limit=align_pda.MAX_LOCAL_STATES, horizon=None):  # type: ignore[no-untyped-def]
+            got = real(pda, k, deadline, limit=limit, horizon=horizon if bound else None)
+            if got is not None:
+                sizes[kind].append(got[1].num_states)
+            return got
+        return run
+
+    monkeypatch.setattr(align_pda, "_local_automata", spy("bounded", True))
+    bounded = maskc.compile_json_schema(schema, toy_vocab, options=opts)
+    monkeypatch.setattr(align_pda, "_local_automata", spy("unbounded", False))
+    unbounded = maskc.compile_json_schema(schema, toy_vocab, options=opts)
+    for a, b in ((bounded.state_mask, unbounded.state_mask), (bounded.uncertain_mask, unbounded.uncertain_mask),
+                 (bounded.flat_mask, unbounded.flat_mask)):
+        assert a is not None and b is not None
+        assert [bounded.mask_row_of(int(m)).tobytes() for m in a] == [unbounded.mask_row_of(int(m)).tobytes() for m in b]
+    assert max(sizes["bounded"]) < max(sizes["unbounded"])
+    m = bounded.matcher()
+    assert m.accept_string(b'{"d":{"x":[1,{}]},"u":"' + b"ab" * 20 + b'"}') and m.can_terminate()
