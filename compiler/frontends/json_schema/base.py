@@ -152,6 +152,10 @@ class Base:
         """The JSON types ``schema`` admits, from ``type`` or inferred from its keywords."""
         raise NotImplementedError
 
+    def resolve(self, ref: JsonValue, pointer: str) -> tuple[JsonValue, str]:
+        """The schema a ``$ref`` value names, and its location."""
+        raise NotImplementedError
+
     def deref(self, schema: JsonValue, pointer: str) -> tuple[JsonValue, str]:
         """Follow a schema made only of ``$ref`` (and annotations) to its target."""
         raise NotImplementedError

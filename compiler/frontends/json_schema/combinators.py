@@ -9,8 +9,8 @@ level by the keyword's own construction, listed values are checked against all o
 the others are a product of regular languages (:meth:`CombinatorsMixin.intersection`).
 ``oneOf`` removes the strings two branches share (a product
 construction); when the branches hold rules, that difference is not regular: branches
-proven disjoint (by their first bytes, or with references widened to any bytes) are a
-plain union; otherwise free-form
+proven disjoint (by their keywords, as in a discriminated union, see :mod:`.disjoint`; by
+their first bytes; or with references widened to any bytes) are a plain union; otherwise free-form
 values inside are bounded (:data:`ONEOF_ANY_DEPTH`, a sound restriction) to make the
 branches regular again, and branches with recursion of their own are refused (lenient:
 compiled as ``anyOf`` and recorded).
@@ -28,6 +28,8 @@ from math import gcd, lcm
 
 from maskc.compiler.errors import EmptyLanguage, SchemaError, UnsupportedKeyword
 from maskc.compiler.frontends.json_schema.base import ANNOTATIONS, TYPES, Base, JsonValue, dumps_layout, ptr
+from maskc.compiler.frontends.json_schema.disjoint import disjoint, facts_of
+from maskc.compiler.frontends.json_schema.drafts import ref_overrides_siblings
 from maskc.compiler.frontends.json_schema.refs import has_ref, map_refs
 from maskc.compiler.frontends.json_text import CANONICAL_ANY_CHAR, Layout
 from maskc.compiler.ir import (
@@ -359,6 +361,10 @@ class CombinatorsMixin(Base):
         Otherwise the branches are cut down to canonical spellings and the strings two
         supersets share are removed.
         """
+        overrides = ref_overrides_siblings(self.draft)
+        facts = [facts_of(sub, bptr, self.resolve, overrides) for sub, bptr in subs]
+        if all(disjoint(x, y) for i, x in enumerate(facts) for y in facts[i + 1 :]):
+            return alt(*nodes)  # a discriminated union (see .disjoint)
         overs = [self.over_approx(sub, bptr, depth) for sub, bptr in subs]
         limit = min(self.options.limits.max_states, _DISJOINT_MAX_STATES)
         if all(_disjoint(x, y, limit, self.deadline) for i, x in enumerate(overs) for y in overs[i + 1 :]):

@@ -1,0 +1,161 @@
+"""Disjointness of two schemas proven from their keywords alone (no automaton).
+
+``oneOf`` needs its branches disjoint; when the branches hold recursion, the automaton
+proof (:meth:`~.combinators.CombinatorsMixin.exclusive`) widens references to any bytes and
+often cannot tell the branches apart. Most real unions are *discriminated*: each branch
+requires a property the others forbid, or gives a required property a different constant
+(``"type": {"enum": ["reference"]}``). Those facts are read here from the keywords each
+branch must satisfy (its own, its ``allOf`` conjuncts, the targets of its references),
+which only ever narrows what a branch admits, so a proof from them is sound:
+
+* the branches' ``type`` sets do not meet (``integer`` is a ``number``);
+* their common instances could only be objects, and a property one branch requires is
+  forbidden by the other (``additionalProperties: false``, not declared, no
+  ``patternProperties``), or a property both require takes string constants with no
+  value in common.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from maskc.compiler.errors import InputError
+from maskc.compiler.frontends.json_schema.base import TYPES, JsonValue
+
+__all__ = ["Facts", "facts_of", "disjoint"]
+
+Resolve = Callable[[JsonValue, str], tuple[JsonValue, str]]
+
+_DEPTH = 6  # references and allOf levels followed
+
+
+@dataclass
+class Facts:
+    """What every instance of a schema satisfies, as far as read."""
+
+    empty: bool = False  # the schema admits nothing (``false``)
+    types: frozenset[str] | None = None  # None: any type
+    required: set[str] = field(default_factory=set)
+    closed: list[frozenset[str]] = field(default_factory=list)  # declared names of closed object facets
+    strings: dict[str, frozenset[str]] = field(default_factory=dict)  # property -> its only string values
+
+
+def _types_of(schema: dict[str, JsonValue]) -> frozenset[str] | None:
+    t = schema.get("type")
+    if isinstance(t, str) and t in TYPES:
+        return frozenset({t})
+    if isinstance(t, list) and t and all(isinstance(x, str) and x in TYPES for x in t):
+        return frozenset(t)  # type: ignore[arg-type]
+    return None
+
+
+def _meet(a: frozenset[str] | None, b: frozenset[str] | None) -> frozenset[str] | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    out = set(a & b)
+    if "integer" in a and "number" in b or "integer" in b and "number" in a:
+        out.add("integer")
+    return frozenset(out)
+
+
+def _string_values(schema: JsonValue) -> frozenset[str] | None:
+    """The values a property schema admits when they are all strings (``const``/``enum``)."""
+    if not isinstance(schema, dict):
+        return None
+    got: frozenset[str] | None = None
+    if "const" in schema:
+        c = schema["const"]
+        if not isinstance(c, str):
+            return None
+        got = frozenset({c})
+    if "enum" in schema:
+        e = schema["enum"]
+        if not isinstance(e, list) or not all(isinstance(x, str) for x in e):
+            return None
+        vals = frozenset(e)  # type: ignore[arg-type]
+        got = vals if got is None else got & vals
+    return got
+
+
+def facts_of(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: bool) -> Facts:
+    """The facts every instance of ``schema`` satisfies (see the module doc)."""
+    facts = Facts()
+    _gather(schema, pointer, resolve, ref_overrides, facts, _DEPTH)
+    return facts
+
+
+def _gather(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: bool, facts: Facts, budget: int) -> None:
+    if schema is False:
+        facts.empty = True
+        return
+    if not isinstance(schema, dict) or budget <= 0:
+        return
+    target: JsonValue = None
+    if "$ref" in schema:
+        try:
+            target, tptr = resolve(schema["$ref"], pointer)
+        except InputError:  # an unresolvable reference proves nothing here (compiling it reports it)
+            pass
+        else:
+            _gather(target, tptr, resolve, ref_overrides, facts, budget - 1)
+        if ref_overrides:
+            return  # draft 4 to 7: the siblings of $ref are ignored
+    facts.types = _meet(facts.types, _types_of(schema))
+    for key in ("const", "enum"):
+        if key in schema:
+            vals = [schema["const"]] if key == "const" else schema["enum"]
+            if isinstance(vals, list):
+                kinds = frozenset(_kind(v) for v in vals)
+                facts.types = _meet(facts.types, kinds)
+    req = schema.get("required")
+    if isinstance(req, list):
+        facts.required.update(x for x in req if isinstance(x, str))
+    props = schema.get("properties")
+    props = props if isinstance(props, dict) else {}
+    if schema.get("additionalProperties") is False and not schema.get("patternProperties"):
+        facts.closed.append(frozenset(props))
+    for name, sub in props.items():
+        vals = _string_values(sub)
+        if vals is not None:
+            facts.strings[name] = vals if name not in facts.strings else facts.strings[name] & vals
+    conj = schema.get("allOf")
+    if isinstance(conj, list):
+        for i, sub in enumerate(conj):
+            _gather(sub, f"{pointer}/allOf/{i}", resolve, ref_overrides, facts, budget - 1)
+
+
+def _kind(v: JsonValue) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "integer" if v.is_integer() else "number"
+    if isinstance(v, str):
+        return "string"
+    return "array" if isinstance(v, list) else "object"
+
+
+def disjoint(a: Facts, b: Facts) -> bool:
+    """Whether no instance satisfies both (False when it is not proven)."""
+    if a.empty or b.empty:
+        return True
+    both = _meet(a.types, b.types)
+    if both is not None and not both:
+        return True
+    if both is None or not both <= {"object"}:
+        return False  # a common instance could be something other than an object
+    for x, y in ((a, b), (b, a)):
+        for name in x.required:
+            if any(name not in names for names in y.closed):
+                return True  # x requires a property y forbids
+    for name in a.required & b.required:
+        va, vb = a.strings.get(name), b.strings.get(name)
+        if va is not None and vb is not None and not va & vb:
+            return True
+    return False
