@@ -79,6 +79,7 @@ from tests.maskbench import (
     MASKBENCH_DIR,
     SEMANTICS,
     SchemaResult,
+    Verdicts,
     check_artifact,
     compile_case,
     compile_options,
@@ -128,7 +129,7 @@ def labelled_instances(case: dict[str, Any], tok: maskc.Vocabulary) -> tuple[lis
 
 
 @dataclass
-class EngineRun:
+class EngineRun(Verdicts):
     """One engine on one schema."""
 
     compiled: bool = False
@@ -144,12 +145,6 @@ class EngineRun:
     # the labelled instances (all of the schema's, unless --no-correctness): counts, and the
     # descriptions of the failing ones
     judged: bool = False
-    valid_accepted: int = 0
-    valid_rejected: int = 0
-    invalid_accepted: int = 0
-    invalid_rejected: int = 0
-    valid_rejected_tests: list[str] = field(default_factory=list)
-    invalid_accepted_tests: list[str] = field(default_factory=list)
 
     @property
     def sound(self) -> bool | None:

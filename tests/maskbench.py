@@ -39,6 +39,7 @@ __all__ = [
     "OVERRUN_FACTOR",
     "HarnessTimeout",
     "SchemaResult",
+    "Verdicts",
     "backstop_seconds",
     "check_artifact",
     "compile_case",
@@ -129,8 +130,20 @@ def stratified(files: Iterable[Path], per_split: int, seed: int = 0) -> list[Pat
 # -- running ---------------------------------------------------------------------------------
 
 
+@dataclass(kw_only=True)
+class Verdicts:
+    """How an engine judged a schema's labelled instances, with the failing ones named."""
+
+    valid_accepted: int = 0
+    valid_rejected: int = 0
+    invalid_accepted: int = 0
+    invalid_rejected: int = 0
+    valid_rejected_tests: list[str] = field(default_factory=list)
+    invalid_accepted_tests: list[str] = field(default_factory=list)
+
+
 @dataclass
-class SchemaResult:
+class SchemaResult(Verdicts):
     """The outcome of one MaskBench schema."""
 
     split: str
@@ -143,12 +156,6 @@ class SchemaResult:
     masks: int = 0
     artifact_bytes: int = 0
     limit_overrun: bool = False  # ran past OVERRUN_FACTOR x max_seconds (time guard late)
-    valid_accepted: int = 0
-    valid_rejected: int = 0
-    invalid_accepted: int = 0
-    invalid_rejected: int = 0
-    valid_rejected_tests: list[str] = field(default_factory=list)
-    invalid_accepted_tests: list[str] = field(default_factory=list)
     # a valid instance the DFA accepts but the token walk rejects (an alignment bug)
     token_mismatch_tests: list[str] = field(default_factory=list)
     # serializations of the invalid instances that were accepted (soundness offenders)

@@ -27,6 +27,7 @@ from maskc.compiler.frontends.json_schema.base import (
     NUMBER_KW,
     OBJECT_KW,
     STRING_KW,
+    json_type,
 )
 from maskc.compiler.lint.walk import Node
 from maskc.compiler.options import CompileOptions
@@ -48,20 +49,6 @@ _INFER = (("object", OBJECT_KW), ("array", ARRAY_KW), ("string", STRING_KW), ("n
 _VIEW_STEPS = 32
 _MISSING = object()
 
-
-def json_type(value: Any) -> str:
-    """The JSON type name of a value (``integer`` for whole numbers)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "integer" if value.is_integer() else "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
 
 
 def family(t: str) -> str:

@@ -29,6 +29,7 @@ __all__ = [
     "ptr",
     "dumps_layout",
     "is_type",
+    "json_type",
     "Base",
 ]
 
@@ -67,6 +68,21 @@ def dumps_layout(value: JsonValue, layout: Layout) -> bytes:
         pad = "\n" + " " * (ws.n * layout.depth)
         return text.replace("\n", pad).encode()
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def json_type(value: Any) -> str:
+    """The JSON type name of a value (``integer`` for whole numbers, ``2.0`` included)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
 
 
 def is_type(v: JsonValue, t: str) -> bool:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from maskc.compiler.errors import InputError
-from maskc.compiler.frontends.json_schema.base import TYPES, JsonValue
+from maskc.compiler.frontends.json_schema.base import TYPES, JsonValue, json_type
 
 __all__ = ["Facts", "facts_of", "disjoint"]
 
@@ -108,7 +108,7 @@ def _gather(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: bo
         if key in schema:
             vals = [schema["const"]] if key == "const" else schema["enum"]
             if isinstance(vals, list):
-                kinds = frozenset(_kind(v) for v in vals)
+                kinds = frozenset(json_type(v) for v in vals)
                 facts.types = _meet(facts.types, kinds)
     req = schema.get("required")
     if isinstance(req, list):
@@ -125,20 +125,6 @@ def _gather(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: bo
     if isinstance(conj, list):
         for i, sub in enumerate(conj):
             _gather(sub, f"{pointer}/allOf/{i}", resolve, ref_overrides, facts, budget - 1)
-
-
-def _kind(v: JsonValue) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int):
-        return "integer"
-    if isinstance(v, float):
-        return "integer" if v.is_integer() else "number"
-    if isinstance(v, str):
-        return "string"
-    return "array" if isinstance(v, list) else "object"
 
 
 def disjoint(a: Facts, b: Facts) -> bool:
