@@ -349,6 +349,24 @@ def _short_allowed(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64], flat_tr
     return out
 
 
+def _pack(ok: NDArray[np.int64], n: int) -> NDArray[np.int32] | NDArray[np.uint8]:
+    """A short block's allowed tokens (indices among ``n``) held until its masks are built:
+    few as sorted int32 indices, many as a bitset (a wide state allows most of the
+    vocabulary: a bitset is 64 times smaller than its indices)."""
+    if ok.shape[0] <= MEMO_BY_CONTENT:
+        return np.sort(ok).astype(np.int32)
+    bits = np.zeros(n, dtype=np.bool_)
+    bits[ok] = True
+    return np.packbits(bits)
+
+
+def _unpack(packed: NDArray[np.int32] | NDArray[np.uint8], n: int) -> NDArray[np.int64]:
+    if packed.dtype == np.uint8:
+        bits: NDArray[np.uint8] = packed.view(np.uint8)
+        return np.flatnonzero(np.unpackbits(bits, count=n)).astype(np.int64)
+    return packed.astype(np.int64)
+
+
 def align(
     dfa: Dfa,
     table: TokenTable,
@@ -405,20 +423,22 @@ def align(
         block_s = slot_s[block_s]
     nblocks = rep.shape[0]
     chunk = 512
-    short_ok: list[NDArray[np.int64]] = []
+    short_ok: list[NDArray[np.int32] | NDArray[np.uint8]] = []  # per short block: see _pack
     node_class = dfa.byte_class.astype(np.int64)[trie.byte]
     ctries: list[ClassTrie] = []
     merged = table.class_tries().get(dfa.byte_class.tobytes())
     if merged is not None:
         ctries.append(merged)
     many_wide = int(np.count_nonzero(_wide(dfa, trie, rep_s))) >= MANY_WIDE if rep_s.size else False
-    for i in range(0, rep_s.shape[0], chunk):
+    short_chunk = 128  # a wide state's allowed tokens take ~1 MB until packed
+    for i in range(0, rep_s.shape[0], short_chunk):
         if deadline is not None and time.monotonic() > deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
-        short_ok.extend(_short_allowed(dfa, trie, rep_s[i : i + chunk], flat_trans, node_class, ctries, many_wide,
+        short_ok.extend(_pack(ok, trie.num_tokens) for ok in _short_allowed(
+                        dfa, trie, rep_s[i : i + short_chunk], flat_trans, node_class, ctries, many_wide,
                                                 deadline))
         if progress is not None:
-            progress(min(i + chunk, rep_s.shape[0]), rep_s.shape[0] + nblocks)
+            progress(min(i + short_chunk, rep_s.shape[0]), rep_s.shape[0] + nblocks)
     if ctries and many_wide:
         table.class_tries()[dfa.byte_class.tobytes()] = ctries[0]
     memo: dict[tuple[bytes | int, bytes], int] = {}
@@ -429,17 +449,16 @@ def align(
         states = rep[i : i + chunk]
         long_ok = _batch_allowed(dfa, long_, states) if long_.lengths.size else [np.zeros(0, dtype=np.int64)] * states.shape[0]
         for j, s in enumerate(states.tolist()):
-            ok_s = short_ok[int(block_s[s])]
+            packed = short_ok[int(block_s[s])]
             ok_l = np.zeros(long_.lengths.shape[0] + 1, dtype=np.bool_)
             ok_l[long_ok[j]] = True
             ok_l[-1] = bool(dfa.accepting[s])
             # narrow short masks are keyed by content (distinct blocks often agree), wide ones by block
-            key = (np.sort(ok_s).tobytes() if ok_s.shape[0] <= MEMO_BY_CONTENT else int(block_s[s]),
-                   np.packbits(ok_l).tobytes())
+            key = (packed.tobytes() if packed.dtype == np.int32 else int(block_s[s]), np.packbits(ok_l).tobytes())
             m = memo.get(key)
             if m is None:
                 mask = np.zeros(table.vocab_size, dtype=np.bool_)
-                mask[sl_short.ids[ok_s]] = True
+                mask[sl_short.ids[_unpack(packed, trie.num_tokens)]] = True
                 mask[long_.token_ids[ok_l[long_.token_seq]]] = True
                 if ok_l[-1] and eos.size:
                     mask[eos] = True

@@ -152,6 +152,7 @@ def test_logits_processor_with_generate(smol: LoadedModel) -> None:
     art = maskc.compile_json_schema(schema, smol.vocab)
     proc = maskc.LogitsProcessor(art)
     prompt = torch.tensor([smol.chat_prompt("Classify: 'I love this phone.' Reply in JSON.")] * 2)
+    torch.manual_seed(0)  # sampled: the schema's number fraction is unbounded, an unlucky draw runs long
     out = smol.model.generate(prompt, attention_mask=torch.ones_like(prompt), logits_processor=[proc],
                               max_new_tokens=120, do_sample=True, temperature=0.8,
                               pad_token_id=smol.eos_ids[0])

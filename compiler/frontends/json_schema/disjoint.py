@@ -46,7 +46,7 @@ def _types_of(schema: dict[str, JsonValue]) -> frozenset[str] | None:
     if isinstance(t, str) and t in TYPES:
         return frozenset({t})
     if isinstance(t, list) and t and all(isinstance(x, str) and x in TYPES for x in t):
-        return frozenset(t)  # type: ignore[arg-type]
+        return frozenset(str(x) for x in t)
     return None
 
 
@@ -75,7 +75,7 @@ def _string_values(schema: JsonValue) -> frozenset[str] | None:
         e = schema["enum"]
         if not isinstance(e, list) or not all(isinstance(x, str) for x in e):
             return None
-        vals = frozenset(e)  # type: ignore[arg-type]
+        vals = frozenset(str(x) for x in e)
         got = vals if got is None else got & vals
     return got
 
