@@ -268,10 +268,10 @@ def align_pda(
     no_eos.__dict__["_slices"] = table.slices()
     no_eos.__dict__["_trie"] = table.trie()
     no_eos.__dict__["_class_tries"] = table.class_tries()
-    masks: list[NDArray[np.bool_]] = []
+    masks: list[NDArray[np.uint8]] = []  # packed: the three automata give thousands on a large grammar
 
     def collect(mask: NDArray[np.bool_]) -> int:
-        masks.append(mask)
+        masks.append(np.packbits(mask))
         return len(masks) - 1
 
     if progress is not None:
@@ -287,7 +287,12 @@ def align_pda(
                      only=np.unique(seed_flat[has_flat])) if has_flat.any() else None
     if progress is not None:
         progress(2, 2)
-    empty = np.zeros(table.vocab_size, dtype=np.bool_)
+    vocab = table.vocab_size
+    empty = np.zeros((vocab + 7) // 8, dtype=np.uint8)
+
+    def add(packed: NDArray[np.uint8]) -> int:
+        return add_mask(np.unpackbits(packed, count=vocab).view(np.bool_))
+
     accepted = np.empty(pda.num_states, dtype=np.int32)
     flat = np.empty(pda.num_states, dtype=np.int32)
     uncertain = np.empty(pda.num_states, dtype=np.int32)
@@ -300,7 +305,7 @@ def align_pda(
         if got is None:
             loc = masks[lm] if lm >= 0 else empty
             fl = (masks[fm] if fm >= 0 else empty) & loc
-            got = (add_mask(loc), add_mask(fl), add_mask(masks[am] & ~loc))
+            got = (add(loc), add(fl), add(masks[am] & ~loc))
             memo[(lm, fm, am)] = got
         accepted[q], flat[q], uncertain[q] = got
     return PdaMasks(accepted, flat, uncertain, k)
