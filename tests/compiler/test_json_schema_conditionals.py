@@ -144,6 +144,11 @@ PROPERTY_SCHEMAS: list[Any] = [
     {"type": "object", "not": {"required": ["a", "b"]}},
     KIND,
     {"if": {"type": "integer"}, "then": {"minimum": 3}, "else": {"type": "array", "maxItems": 1}},
+    {"type": "object", "not": {"propertyNames": {"pattern": "^[ab]"}}},  # some key not starting with a or b
+    {"not": {"not": {"type": "object", "required": ["x"]}}},
+    {"oneOf": [{"type": "object", "required": ["kind"], "properties": {"kind": {"const": "a"}, "x": {"type": "integer"}}},
+               {"type": "object", "required": ["kind"], "additionalProperties": False,
+                "properties": {"kind": {"const": "b"}, "y": {}}}]},  # disjoint by keywords
 ]
 
 _KEYS = st.sampled_from(["a", "b", "x", "y", "kind", "é"])
