@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 from maskc.compiler.dfa import DEAD, SMALL_TABLE, Dfa
 from maskc.compiler.errors import TimeLimitExceeded
 
-__all__ = ["minimize", "refine", "refine_stable", "canonical"]
+__all__ = ["minimize", "refine", "canonical"]
 
 
 _RNG = np.random.default_rng(0x6D61736B63)
@@ -31,25 +31,6 @@ def _row_ids(rows: NDArray[np.int64]) -> tuple[NDArray[np.int64], int]:
     return inv, int(inv.max()) + 1 if inv.size else 0
 
 
-def _hash_ids(rows: NDArray[np.int64]) -> tuple[NDArray[np.int64], int]:
-    """Dense ids for rows by a 128-bit multiplicative hash.
-
-    Rows are grouped by the first 64-bit hash with a 1-D sort; the second hash must then be
-    constant within every group, else the exact row grouping runs instead. Callers verify
-    stable partitions exactly (:func:`_is_congruence`).
-    """
-    w = rows.shape[1]
-    if w > _MULT.shape[1]:
-        return _row_ids(rows)
-    with np.errstate(over="ignore"):
-        h = rows @ _MULT[:, :w].T  # [n, 2], wrapping int64 arithmetic
-    _, first, inverse = np.unique(h[:, 0], return_index=True, return_inverse=True)
-    inv = np.asarray(inverse, dtype=np.int64).reshape(-1)
-    if not np.array_equal(h[:, 1], h[first[inv], 1]):
-        return _row_ids(rows)
-    return inv, int(first.shape[0])
-
-
 def _is_congruence(trans: NDArray[np.int32], block: NDArray[np.int64], initial: NDArray[np.int64]) -> bool:
     """Whether every block agrees on ``initial`` and on the blocks of its successors."""
     n = block.shape[0]
@@ -63,10 +44,10 @@ def _is_congruence(trans: NDArray[np.int32], block: NDArray[np.int64], initial: 
 
 
 def _rounds(
-    trans: NDArray[np.int32], init: NDArray[np.int64], max_rounds: int | None, deadline: float | None, *, exact: bool
+    trans: NDArray[np.int32], init: NDArray[np.int64], max_rounds: int | None, deadline: float | None
 ) -> tuple[NDArray[np.int64], bool]:
-    """Moore rounds from the partition ``init``: (blocks, whether they stabilized)."""
-    group = _row_ids if exact else _hash_ids
+    """Full Moore rounds from the partition ``init``, rows grouped exactly: (blocks,
+    whether they stabilized). The reference :func:`_incremental_rounds` falls back to."""
     block, count = init, int(init.max()) + 1 if init.size else 0
     n = trans.shape[0]
     tz = np.where(trans >= 0, trans, n).astype(np.int64)
@@ -79,7 +60,7 @@ def _rounds(
         ext[:n] = block
         sig[:, 0] = block
         sig[:, 1:] = ext[tz]
-        block, new_count = group(sig)
+        block, new_count = _row_ids(sig)
         rounds += 1
         if new_count == count:
             return block, True
@@ -135,8 +116,8 @@ def _incremental_rounds(
     src, pstart = _predecessors(trans)
     tz = np.where(trans >= 0, trans, n).astype(np.int64)
     ext = np.full(n + 1, -1, dtype=np.int64)
-    wide = c > _MULT.shape[1]
-    mult = _MULT[:, : min(c, _MULT.shape[1])].T
+    # random odd multipliers, one pair per column (more drawn, fixed seed, for a wide table)
+    mult = (_MULT if c <= _MULT.shape[1] else np.random.default_rng(c).integers(1, 2**62, size=(2, c)) | 1)[:, :c].T
     dirty = np.arange(n, dtype=np.int64)
     rounds = 0
     stable = True
@@ -149,12 +130,8 @@ def _incremental_rounds(
         rounds += 1
         ext[:n] = block
         rows = ext[tz[dirty]]
-        if wide:
-            gid_rows, _ = _row_ids(rows)  # exact ids stand in for hashes on very wide tables
-            h = np.stack([gid_rows, np.zeros_like(gid_rows)], axis=1)
-        else:
-            with np.errstate(over="ignore"):
-                h = rows @ mult
+        with np.errstate(over="ignore"):
+            h = rows @ mult  # [dirty, 2], wrapping int64 arithmetic
         b = block[dirty]
         match = has_sig[b] & (h[:, 0] == sig1[b]) & (h[:, 1] == sig2[b])
         dcount = np.bincount(b, minlength=count)
@@ -193,7 +170,7 @@ def _incremental_rounds(
         pred = _gather(pstart, src, moved)
         dirty = np.unique(pred) if pred.size else pred
     if stable and not _is_congruence(trans, block, init):  # a hash collision merged two rows
-        return _rounds(trans, init, max_rounds, deadline, exact=True)
+        return _rounds(trans, init, max_rounds, deadline)
     dense = np.unique(block, return_inverse=True)[1]
     return np.asarray(dense, dtype=np.int64).reshape(-1), stable
 
@@ -212,20 +189,12 @@ def refine(
     """Refine the partition ``initial`` until stable or for ``max_rounds`` rounds.
 
     After k rounds two states share a block iff no string of length <= k tells them apart
-    (with respect to ``initial`` and to where transitions are missing). Rows are grouped by
-    a 128-bit hash for speed; when the refinement stabilizes, a congruence check makes the
-    result exact (an exact pass reruns otherwise).
+    (with respect to ``initial`` and to where transitions are missing). Signatures are
+    128-bit hashes, recomputed only where a successor changed block
+    (:func:`_incremental_rounds`); when the refinement stabilizes, a congruence check makes
+    the result exact (an exact pass reruns otherwise).
     """
     return _refine(trans, initial, max_rounds, deadline)[0]
-
-
-def refine_stable(
-    trans: NDArray[np.int32], initial: NDArray[np.int64], *, max_rounds: int, deadline: float | None = None,
-) -> NDArray[np.int64] | None:
-    """The coarsest stable refinement of ``initial`` (a congruence: blocks may be merged),
-    or None when it needs more than ``max_rounds`` rounds."""
-    block, stable = _refine(trans, initial, max_rounds, deadline)
-    return block if stable else None
 
 
 def canonical(dfa: Dfa) -> Dfa:

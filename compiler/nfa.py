@@ -9,7 +9,6 @@ would explode (large bounded repetitions of large items) into a clear error.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -71,25 +70,25 @@ def _build(nfa: Nfa, node: Node, start: int, end: int) -> None:
             cur = nxt
     elif isinstance(node, Alt):
         if len(node.items) >= ALT_AS_DFA and node is not nfa.direct and not _has_ref(node):
-            _embed_dfa(nfa, _item_dfa(nfa, node))(start, end)
+            _build(nfa, _as_automaton(_item_dfa(nfa, node)), start, end)
             return
         for item in node.items:
             _build(nfa, item, start, end)
     elif isinstance(node, Repeat):
+        item = node.item
         copies = node.min + (node.max - node.min if node.max is not None else 1)
-        if copies >= COPY_AS_DFA and node is not nfa.direct and not _has_ref(node.item):
-            _build_counted_dfa(nfa, node, start, end)
-            return
+        if copies >= COPY_AS_DFA and node is not nfa.direct and not _has_ref(item):
+            item = _as_automaton(_item_dfa(nfa, item))
         cur = start
         for _ in range(node.min):
             nxt = nfa.new()
-            _build(nfa, node.item, cur, nxt)
+            _build(nfa, item, cur, nxt)
             cur = nxt
         if node.max is None:
             loop = nfa.new()
             nfa.eps[cur].append(loop)
             body_end = nfa.new()
-            _build(nfa, node.item, loop, body_end)
+            _build(nfa, item, loop, body_end)
             nfa.eps[body_end].append(loop)
             nfa.eps[loop].append(end)
         else:
@@ -97,7 +96,7 @@ def _build(nfa: Nfa, node: Node, start: int, end: int) -> None:
             for _ in range(node.max - node.min):
                 nfa.eps[cur].append(end)
                 nxt = nfa.new()
-                _build(nfa, node.item, cur, nxt)
+                _build(nfa, item, cur, nxt)
                 cur = nxt
             nfa.eps[cur].append(end)
     elif isinstance(node, Fields):
@@ -126,7 +125,7 @@ COPY_AS_DFA = 8
 """A repetition with this many copies of its item or more lowers each copy from the item's
 minimal DFA (built once): the Thompson NFA of a rich item (a JSON string character, with
 its escapes and UTF-8 forms) makes subset construction emit several equivalent states per
-copy, which Moore's refinement cannot merge within its round limit on long runs."""
+copy, which minimization would then have to merge, one round per copy."""
 
 ALT_AS_DFA = 16
 """An alternation of this many branches (a long enum) lowers from its minimal DFA, so the
@@ -140,43 +139,12 @@ def _item_dfa(nfa: Nfa, node: Node) -> Dfa:
     return operand_dfa(node, max_states=max(1, nfa.max_states - nfa.size), deadline=nfa.deadline)
 
 
-def _embed_dfa(nfa: Nfa, dfa: Dfa) -> Callable[[int, int], None]:
-    """A function that adds a fresh copy of ``dfa`` between two states of ``nfa``."""
+def _as_automaton(dfa: Dfa) -> Automaton:
+    """``dfa`` as an :class:`Automaton` leaf (its classes spelled as byte ranges)."""
     runs = _class_runs(dfa.byte_class.tolist(), dfa.num_classes)
-    accepting = dfa.accepting.tolist()
-    out = [[(lo, hi, t) for c, t in enumerate(row) if t >= 0 for lo, hi in runs[c]] for row in dfa.trans.tolist()]
-
-    def copy(src: int, dst: int) -> None:
-        # A fresh entry state: the automaton may loop back to its start.
-        ids = [nfa.new() for _ in out]
-        nfa.eps[src].append(ids[0])
-        for s, edges in enumerate(out):
-            nfa.edges[ids[s]].extend((lo, hi, ids[t]) for lo, hi, t in edges)
-            if accepting[s]:
-                nfa.eps[ids[s]].append(dst)
-
-    return copy
-
-
-def _build_counted_dfa(nfa: Nfa, node: Repeat, start: int, end: int) -> None:
-    copy = _embed_dfa(nfa, _item_dfa(nfa, node.item))
-    cur = start
-    for _ in range(node.min):
-        nxt = nfa.new()
-        copy(cur, nxt)
-        cur = nxt
-    if node.max is None:
-        loop = nfa.new()
-        nfa.eps[cur].append(loop)
-        copy(loop, loop)
-        nfa.eps[loop].append(end)
-        return
-    for _ in range(node.max - node.min):
-        nfa.eps[cur].append(end)
-        nxt = nfa.new()
-        copy(cur, nxt)
-        cur = nxt
-    nfa.eps[cur].append(end)
+    edges = tuple(tuple((lo, hi, t) for c, t in enumerate(row) if t >= 0 for lo, hi in runs[c])
+                  for row in dfa.trans.tolist())
+    return Automaton(edges, frozenset(int(x) for x in dfa.accepting.nonzero()[0]))
 
 
 def _build_fields(nfa: Nfa, node: Fields, start: int, end: int) -> None:
