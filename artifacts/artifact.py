@@ -30,6 +30,7 @@ __all__ = ["Artifact", "Tables", "load_artifact", "verify_tables", "COMPILER_VER
 
 COMPILER_VERSION = fmt.COMPILER_VERSION
 ROW_CACHE_LIMIT = 4096  # decoded rows kept per artifact (16 KiB each for a 128k vocabulary)
+PLAN_CACHE_LIMIT = 1 << 16  # states whose fill plan is kept
 _ONE = np.uint32(1)
 _SCATTER_MAX = 256
 _SMALL = 16
@@ -133,6 +134,7 @@ class Artifact:
         self._rows: dict[int, NDArray[np.int32]] = {}  # mask id -> decoded row
         self._state_rows: dict[int, NDArray[np.int32]] = {}  # state -> its mask's row
         self._full: NDArray[np.uint32] | None = None
+        self._plans: dict[int, NDArray[np.int32] | tuple[tuple[int, int], ...]] = {}  # state -> fill_plan
         self._torch_rows: dict[tuple[int, str], Any] = {}
         self._step_cache: dict[tuple[int, int], int] = {}
         self._forced: dict[int, bytes] = {}
@@ -240,6 +242,11 @@ class Artifact:
         return self.masks.num_masks
 
     @cached_property
+    def byte_classes(self) -> list[int]:
+        """``dfa.byte_class`` as a list (a matcher's token walk indexes it per byte)."""
+        return [int(c) for c in self.dfa.byte_class.tolist()]
+
+    @cached_property
     def nbytes(self) -> int:
         return sum(int(np.asarray(t).nbytes) for t in self.tensors.values())
 
@@ -261,6 +268,30 @@ class Artifact:
             self._state_rows[state] = row
         return row
 
+    def fill_plan(self, state: int) -> NDArray[np.int32] | tuple[tuple[int, int], ...]:
+        """What writing the row of ``state`` takes, cached per state: the (word, int32 value)
+        pairs of its nonzero words when its mask is a short allow list, else its row.
+
+        Most masks allow a few tokens: writing them is a clear and a few word stores into the
+        caller's bitmask, and no 16 KiB row (for a 128k vocabulary) is decoded or kept.
+        """
+        plan = self._plans.get(state)
+        if plan is None:
+            m = int(self.state_mask[state])
+            masks = self.masks
+            a, b = int(masks.offsets[m]), int(masks.offsets[m + 1])
+            if b - a <= _SMALL and masks.kinds[m] == KIND_ALLOW:
+                words: dict[int, int] = {}
+                for i in masks.data[a:b].tolist():
+                    words[i >> 5] = words.get(i >> 5, 0) | 1 << (i & 31)
+                plan = tuple((w, v - (1 << 32) if v >> 31 else v) for w, v in words.items())
+            else:
+                plan = self.mask_row(state)
+            if len(self._plans) >= PLAN_CACHE_LIMIT:
+                self._plans.clear()
+            self._plans[state] = plan
+        return plan
+
     def mask_row_of(self, m: int) -> NDArray[np.int32]:
         """Mask ``m`` of the store as a read-only int32 bitmask row, cached."""
         row = self._rows.get(m)
@@ -268,6 +299,7 @@ class Artifact:
             if len(self._rows) >= ROW_CACHE_LIMIT:
                 self._rows.clear()
                 self._state_rows.clear()
+                self._plans.clear()
             row = self._decode(m).view(np.int32)
             row.setflags(write=False)
             self._rows[m] = row

@@ -275,6 +275,9 @@ class Matcher:
         self._stack: list[int] = [0]
         self._step_cache: dict[tuple[int, int], int] = artifact._step_cache
         self._state_rows: dict[int, NDArray[np.int32]] = artifact._state_rows
+        self._plans = artifact._plans
+        self._item = artifact.dfa.trans.item
+        self._classes: list[int] = artifact.byte_classes
 
     def __repr__(self) -> str:
         s = self._stack[-1]
@@ -324,7 +327,12 @@ class Matcher:
         elif token_id >= len(self._tokens) or token_id in self._special or not self._tokens[token_id]:
             nxt = -1
         else:
-            nxt = self.artifact.dfa.walk(state, self._tokens[token_id])
+            item, classes = self._item, self._classes  # Python ints throughout: no numpy scalars per byte
+            nxt = state
+            for b in self._tokens[token_id]:
+                nxt = item(nxt, classes[b])
+                if nxt < 0:
+                    break
         self._step_cache[(state, token_id)] = nxt
         return nxt
 
@@ -392,12 +400,19 @@ class Matcher:
         """
         view = bitmask_rows(bitmask, self._vocab_size, index)
         s = self._stack[-1]
-        row = self._state_rows.get(s)
-        if row is None:
-            row = zero_row(self._vocab_size) if s == _TERMINATED else self.artifact.mask_row(s)
+        plan = self._plans.get(s)
+        if plan is None:
+            plan = zero_row(self._vocab_size) if s == _TERMINATED else self.artifact.fill_plan(s)
         if view is not None:
-            view[index] = row
+            if type(plan) is tuple:  # a short allow list: clear the row, store its few words
+                out = view[index]
+                out.fill(0)
+                for w, v in plan:
+                    out[w] = v
+            else:
+                view[index] = plan
         else:
+            row = self.artifact.mask_row(s) if s != _TERMINATED else zero_row(self._vocab_size)
             from maskc.artifacts.torch import copy_row
 
             key = int(self.artifact.state_mask[s]) if s >= 0 else -1

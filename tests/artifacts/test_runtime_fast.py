@@ -81,6 +81,55 @@ def test_decoded_rows_equal_the_store_in_any_visit_order(toy_vocab: Vocabulary, 
             assert not unpack_bool(row, 32 * row.shape[0])[vocab_size:].any()  # padding bits clear
 
 
+def _write(art: Artifact, state: int, out: np.ndarray) -> None:
+    """What ``Matcher.fill_next_token_bitmask`` writes for ``state``, through its fill plan."""
+    plan = art.fill_plan(state)
+    if type(plan) is tuple:
+        out.fill(0)
+        for w, v in plan:
+            out[w] = v
+    else:
+        out[:] = plan
+
+
+def test_fill_plans_write_exactly_the_stored_rows(toy_vocab: Vocabulary) -> None:
+    vocab_size = 20001
+    wide = toy_vocab.with_overrides(vocab_size=vocab_size)
+    template = maskc.compile_regex("a+", wide)
+    b = _random_store(vocab_size, 7)
+    for ids in ([31], [31, 63, 64, 95], [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
+                list(range(0, 17 * 40, 40)), [vocab_size - 1]):  # bit 31 set; 16 ids (short); 17 ids (a row)
+        m = np.zeros(vocab_size, dtype=np.bool_)
+        m[ids] = True
+        b.add(m)
+    store = b.build()
+    art = _fresh(template)
+    art.masks = store
+    art.state_mask = np.arange(store.num_masks, dtype=np.int32)  # state s shows mask s
+    kinds = {type(art.fill_plan(s)) for s in range(store.num_masks)}
+    assert kinds == {tuple, np.ndarray}  # both paths are exercised
+    out = np.full((vocab_size + 31) // 32, -1, dtype=np.int32)
+    for visit in range(2):  # a first visit and a memoized one
+        for s in range(store.num_masks):
+            out.fill(-1)  # garbage left by an earlier step must not survive
+            _write(art, s, out)
+            assert np.array_equal(out, store.dense_row(s)), (visit, s)
+
+
+def test_matcher_fills_equal_the_rows_on_every_visit(regular: Artifact) -> None:
+    art = _fresh(regular)
+    m = art.matcher()
+    bm = maskc.allocate_bitmask_np(2, art.vocab_size)
+    assert any(type(art.fill_plan(s)) is tuple for s in range(art.num_states))
+    for visit in range(2):
+        for s in range(art.num_states):
+            m._stack = [s]
+            bm.fill(-1)
+            m.fill_next_token_bitmask(bm, 1)
+            assert np.array_equal(bm[1], art.mask_row(s)), (visit, s)
+            assert (bm[0] == -1).all()
+
+
 def test_mask_rows_match_the_allowed_tokens(regular: Artifact) -> None:
     art = _fresh(regular)
     for s in range(art.num_states):
