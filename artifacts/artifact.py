@@ -135,6 +135,7 @@ class Artifact:
         self._state_rows: dict[int, NDArray[np.int32]] = {}  # state -> its mask's row
         self._full: NDArray[np.uint32] | None = None
         self._plans: dict[int, NDArray[np.int32] | tuple[tuple[int, int], ...]] = {}  # state -> fill_plan
+        self._mask_plans: dict[int, NDArray[np.int32] | tuple[tuple[int, int], ...]] = {}  # mask -> fill_plan
         self._torch_rows: dict[tuple[int, str], Any] = {}
         self._step_cache: dict[tuple[int, int], int] = {}
         self._forced: dict[int, bytes] = {}
@@ -269,24 +270,28 @@ class Artifact:
         return row
 
     def fill_plan(self, state: int) -> NDArray[np.int32] | tuple[tuple[int, int], ...]:
-        """What writing the row of ``state`` takes, cached per state: the (word, int32 value)
-        pairs of its nonzero words when its mask is a short allow list, else its row.
+        """What writing the row of ``state`` takes, cached per state and per mask: the (word,
+        int32 value) pairs of its nonzero words when its mask is a short allow list, else its
+        row.
 
         Most masks allow a few tokens: writing them is a clear and a few word stores into the
         caller's bitmask, and no 16 KiB row (for a 128k vocabulary) is decoded or kept.
         """
         plan = self._plans.get(state)
         if plan is None:
-            m = int(self.state_mask[state])
-            masks = self.masks
-            a, b = int(masks.offsets[m]), int(masks.offsets[m + 1])
-            if b - a <= _SMALL and masks.kinds[m] == KIND_ALLOW:
-                words: dict[int, int] = {}
-                for i in masks.data[a:b].tolist():
-                    words[i >> 5] = words.get(i >> 5, 0) | 1 << (i & 31)
-                plan = tuple((w, v - (1 << 32) if v >> 31 else v) for w, v in words.items())
-            else:
-                plan = self.mask_row(state)
+            m = self.state_mask.item(state)
+            plan = self._mask_plans.get(m)
+            if plan is None:
+                masks = self.masks
+                a, b = masks.offsets.item(m), masks.offsets.item(m + 1)
+                if b - a <= _SMALL and masks.kinds.item(m) == KIND_ALLOW:
+                    words: dict[int, int] = {}
+                    for i in masks.data[a:b].tolist():
+                        words[i >> 5] = words.get(i >> 5, 0) | 1 << (i & 31)
+                    plan = tuple([(w, v - 4294967296 if v >> 31 else v) for w, v in words.items()])  # int32 words
+                else:
+                    plan = self.mask_row_of(m)
+                self._mask_plans[m] = plan
             if len(self._plans) >= PLAN_CACHE_LIMIT:
                 self._plans.clear()
             self._plans[state] = plan
@@ -300,6 +305,7 @@ class Artifact:
                 self._rows.clear()
                 self._state_rows.clear()
                 self._plans.clear()
+                self._mask_plans.clear()
             row = self._decode(m).view(np.int32)
             row.setflags(write=False)
             self._rows[m] = row

@@ -259,7 +259,10 @@ def fill_next_token_bitmasks(matchers: Sequence[Any], bitmask: Any, indices: Seq
         staged_fill(bitmask, matchers, rows)
         return
     for m, i in zip(matchers, rows):
-        view[i] = m.current_row()
+        if type(m) is Matcher:
+            m.write_row(view, i)
+        else:
+            view[i] = m.current_row()
 
 
 class Matcher:
@@ -399,24 +402,31 @@ class Matcher:
             the batch.
         """
         view = bitmask_rows(bitmask, self._vocab_size, index)
-        s = self._stack[-1]
-        plan = self._plans.get(s)
-        if plan is None:
-            plan = zero_row(self._vocab_size) if s == _TERMINATED else self.artifact.fill_plan(s)
         if view is not None:
-            if type(plan) is tuple:  # a short allow list: clear the row, store its few words
-                out = view[index]
-                out.fill(0)
-                for w, v in plan:
-                    out[w] = v
-            else:
-                view[index] = plan
+            self.write_row(view, index)
         else:
+            s = self._stack[-1]
             row = self.artifact.mask_row(s) if s != _TERMINATED else zero_row(self._vocab_size)
             from maskc.artifacts.torch import copy_row
 
             key = int(self.artifact.state_mask[s]) if s >= 0 else -1
             copy_row(bitmask, index, row, key=key, cache=self.artifact._torch_rows)
+
+    def write_row(self, view: NDArray[np.int32], index: int) -> None:
+        """Write the allowed set into ``view[index]`` (a validated numpy bitmask) through the
+        state's cached fill plan: a short allow list as a clear and a few word stores, any
+        other mask as a row copy."""
+        s = self._stack[-1]
+        plan = self._plans.get(s)
+        if plan is None:
+            plan = zero_row(self._vocab_size) if s == _TERMINATED else self.artifact.fill_plan(s)
+        if type(plan) is tuple:
+            out = view[index]
+            out.fill(0)
+            for w, v in plan:
+                out[w] = v
+        else:
+            view[index] = plan
 
     # -- forced output ----------------------------------------------------------------------
 
