@@ -44,7 +44,8 @@ __all__ = ["PushdownMatcher", "PushdownRuntime", "Stack", "Config"]
 
 Stack = tuple[int, ...]
 Config = tuple[Stack, ...]
-Derived = tuple[int, int, Stack]  # (index of the original stack, frames consumed from its top, frames pushed)
+Derived = tuple[int, int, Stack]
+_Answer = tuple["NDArray[np.int32]", bool]  # a bitmask row and whether the output may end  # (index of the original stack, frames consumed from its top, frames pushed)
 _DEEPER = object()
 MEMO_LIMIT = 8192
 FORCED_LIMIT = 256
@@ -169,6 +170,60 @@ class _Walk:
         return any(self.rt.accepting[self.top(st)] and not self.has_below(st) for st in closed)
 
 
+class _FastWalk(_Walk):
+    """:class:`_Walk` with the common single-stack cases inlined: a top that makes no call,
+    and cannot return into a frame below, closes to itself, and a byte step of one stack
+    needs no deduplication. It reads the same frames and takes the same depth checks, so it
+    records the same reach and headroom (the general walk stays the reference)."""
+
+    __slots__ = ("kinds", "needs")
+
+    def __init__(self, rt: PushdownRuntime, config: Config, kinds: list[int], needs: list[int]) -> None:
+        super().__init__(rt, config)
+        self.kinds = kinds
+        self.needs = needs
+
+    def close(self, stacks: Iterable[Derived]) -> list[Derived]:
+        if type(stacks) is list and len(stacks) == 1:
+            st = stacks[0]
+            i, c, pushed = st
+            if pushed:
+                q = pushed[-1]
+            else:
+                d = c + 1
+                if d > self.reach[i]:
+                    self.reach[i] = d
+                q = self.config[i][-d]  # a derived stack is never empty
+            kind = self.kinds[q]
+            if not kind or (kind == _ACCEPTS and not self.has_below(st)):
+                return stacks
+        return super().close(stacks)
+
+    def step(self, stacks: list[Derived], byte: int) -> list[Derived]:
+        if len(stacks) != 1:
+            return super().step(stacks, byte)
+        rt = self.rt
+        i, c, pushed = stacks[0]
+        if pushed:
+            q = pushed[-1]
+        else:
+            d = c + 1
+            if d > self.reach[i]:
+                self.reach[i] = d
+            q = self.config[i][-d]
+        q2 = rt.trans[q][rt.byte_class[byte]]
+        if q2 < 0:
+            return []
+        rel = len(pushed) - c + self.needs[q2]
+        if rt.max_depth - len(self.config[i]) >= rel:
+            if rel > self.lo[i]:
+                self.lo[i] = rel
+            return [(i, c, pushed[:-1] + (q2,)) if pushed else (i, c + 1, (q2,))]
+        if rel < self.hi[i]:
+            self.hi[i] = rel
+        return []
+
+
 def _reachable_need(trans: NDArray[np.int32], need: NDArray[np.int32]) -> NDArray[np.int64]:
     """Per state: the largest ``need`` among the states its byte steps can reach (itself included).
 
@@ -244,6 +299,8 @@ class PushdownRuntime:
         self.fast_headroom = art.inline_depth + max_need + 1
         self.tokens = vocab.token_bytes
         self.eos = np.asarray(art.eos_token_ids, dtype=np.int64)
+        # (word, bit) of each EOS id: set one by one (a scatter costs more for so few)
+        self._eos_bits = [(e >> 5, 1 << (e & 31)) for e in self.eos.tolist()]
         self.words = bitmask_words(art.vocab_size)
         self.uncertain = art.uncertain_mask if art.uncertain_mask is not None else np.zeros(0, dtype=np.int32)
         self.flat = art.flat_mask if art.flat_mask is not None else self.uncertain
@@ -256,10 +313,11 @@ class PushdownRuntime:
         self._step_exact: dict[tuple[Config, int], Config] = {}
         self.misses = 0
         self.fast = fast
-        # top state -> (bitmask row, the same with EOS) when the state makes no call and has
-        # no uncertain token (its mask then depends on the headroom and on whether a frame
+        # top state -> (the answer of ``mask`` for the stack of that state alone, the answer
+        # with a frame below or None where the state accepts) when the state makes no call and
+        # has no uncertain token (its mask then depends on the headroom and on whether a frame
         # lies below only), else None
-        self._top_rows: dict[int, tuple[NDArray[np.int32], NDArray[np.int32]] | None] = {}
+        self._top_rows: dict[int, tuple[_Answer, _Answer | None] | None] = {}
         # (top state, token) -> (state after the token's bytes or -1, largest need met, whether
         # an accepting state met a byte), or None when a state on the way makes a call
         self._flat_steps: dict[tuple[int, int], tuple[int, int, bool] | None] = {}
@@ -267,6 +325,7 @@ class PushdownRuntime:
         self._class_of = bytes(self.byte_class)  # bytes.translate: byte -> its class
         self._kinds: list[int] | None = None
         self._needs: list[int] | None = None
+        self._no_uncertain: list[bool] | None = None
 
     @property
     def flat_need(self) -> list[int]:
@@ -358,17 +417,15 @@ class PushdownRuntime:
         """The bitmask row of ``config`` and whether the output may end there (EOS allowed)."""
         if len(config) == 1 and self.fast:
             s = config[0]
-            q = s[-1]
-            rows = self._top_rows.get(q, _UNSEEN)
+            rows: tuple[_Answer, _Answer | None] | None = self._top_rows.get(s[-1], _UNSEEN)
             if rows is _UNSEEN:
-                rows = self._top_row(q)
+                rows = self._top_row(s[-1])
             # No call: the closure is the stack itself, unless an accepting top can return
             # into a frame below. Enough headroom: every stored token holds.
             if rows is not None and self.max_depth - len(s) >= self.fast_headroom:
-                if len(s) == 1:
-                    return (rows[1], True) if self.accepting[q] else (rows[0], False)
-                if not self.accepting[q]:
-                    return rows[0], False
+                got = rows[1] if len(s) > 1 else rows[0]
+                if got is not None:
+                    return got
         got = self._mask_exact.get(config)
         if got is not None:
             return got
@@ -378,17 +435,25 @@ class PushdownRuntime:
         self._mask_exact[config] = got
         return got
 
-    def _top_row(self, q: int) -> tuple[NDArray[np.int32], NDArray[np.int32]] | None:
-        rows: tuple[NDArray[np.int32], NDArray[np.int32]] | None = None
-        if not self.calls[q] and not self._mask_ids(int(self.uncertain[q])).size:
+    def _top_row(self, q: int) -> tuple[_Answer, _Answer | None] | None:
+        rows: tuple[_Answer, _Answer | None] | None = None
+        if self._kinds is None:
+            self._build_kinds()
+        assert self._kinds is not None and self._no_uncertain is not None
+        if self._kinds[q] != _CALLS and (self._no_uncertain[q] or not self._mask_ids(int(self.uncertain[q])).size):
             row = self.art.mask_row_of(int(self.art.state_mask[q]))
-            with_eos = row
-            if self.eos.size and self.accepting[q]:
-                with_eos = row.copy()
-                np.bitwise_or.at(with_eos.view(np.uint32), self.eos >> 5,
-                                 np.uint32(1) << (self.eos & 31).astype(np.uint32))
-                with_eos.setflags(write=False)
-            rows = (row, with_eos)
+            if self._kinds[q] == _ACCEPTS:
+                with_eos = row
+                if self._eos_bits:
+                    with_eos = row.copy()
+                    words = with_eos.view(np.uint32)
+                    for word, bit in self._eos_bits:
+                        words[word] |= np.uint32(bit)
+                    with_eos.setflags(write=False)
+                rows = ((with_eos, True), None)
+            else:
+                alone = (row, False)
+                rows = (alone, alone)
         if len(self._top_rows) >= MEMO_LIMIT:
             self._top_rows.clear()
         self._top_rows[q] = rows
@@ -399,7 +464,7 @@ class PushdownRuntime:
         if got is not None:
             return got  # type: ignore[no-any-return]
         self.misses += 1
-        w = _Walk(self, config)
+        w = self._walk(config)
         closed = w.close([(i, 0, ()) for i in range(len(config))])
         row = np.zeros(self.words, dtype=np.uint32)
         candidates: list[NDArray[np.int64]] = []
@@ -429,8 +494,9 @@ class PushdownRuntime:
             for t in cand.tolist():
                 if w.run_from(closed, self.tokens[t], after):
                     row[t >> 5] |= np.uint32(1 << (t & 31))
-        if can_end and self.eos.size:
-            np.bitwise_or.at(row, self.eos >> 5, (np.uint32(1) << (self.eos & 31).astype(np.uint32)))
+        if can_end:
+            for word, bit in self._eos_bits:
+                row[word] |= np.uint32(bit)
         result = (row.view(np.int32), can_end)
         result[0].setflags(write=False)
         self._store(self._mask_memo, config, None, j, w, result)
@@ -461,7 +527,7 @@ class PushdownRuntime:
             got, j = self._lookup(self._step_memo, config, token)
             if got is not None:
                 return self._remember(config, token, self._apply(config, got))
-        w = _Walk(self, config)
+        w = self._walk(config)
         out = w.run([(i, 0, ()) for i in range(len(config))], data)
         rel = tuple(out)
         if token is None:
@@ -507,6 +573,23 @@ class PushdownRuntime:
         kinds = np.where(np.diff(pda.call_offsets) > 0, _CALLS, np.where(pda.dfa.accepting, _ACCEPTS, 0))
         self._kinds = kinds.tolist()
         self._needs = pda.need.tolist()
+        # states whose uncertain mask is an empty allow list (others are looked at one by one)
+        masks = self.art.masks
+        if self.uncertain.shape[0] == kinds.shape[0] and masks.num_masks:
+            unc = self.uncertain.astype(np.int64)
+            empty = (masks.kinds[unc] == KIND_ALLOW) & (masks.offsets[unc + 1] == masks.offsets[unc])
+            self._no_uncertain = empty.tolist()
+        else:
+            self._no_uncertain = [False] * kinds.shape[0]
+
+    def _walk(self, config: Config) -> _Walk:
+        """A walk over ``config``: the inlined one, or the general one for the reference."""
+        if not self.fast:
+            return _Walk(self, config)
+        if self._kinds is None:
+            self._build_kinds()
+        assert self._kinds is not None and self._needs is not None
+        return _FastWalk(self, config, self._kinds, self._needs)
 
     def _remember(self, config: Config, token: int, after: Config) -> Config:
         if len(self._step_exact) >= MEMO_LIMIT:
