@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import orjson
@@ -89,20 +90,47 @@ def canonical_json(value: object) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
+_HASH_COPY_LIMIT = 1 << 14
+"""Tensors up to this many bytes are joined into one hashed piece; larger ones are hashed from
+their own buffers."""
+
+_HASH_DTYPES: dict[np.dtype[np.generic], str] = {
+    dt: dt.str
+    for t in (np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64, np.float32,
+              np.float64)
+    for dt in (np.dtype(t), np.dtype(t).newbyteorder("<"), np.dtype(t).newbyteorder(">"))
+}
+"""``dtype.str`` of the plain numeric dtypes, looked up rather than rebuilt for every tensor."""
+
+
 def content_hash(tensors: Mapping[str, NDArray[np.generic]], metadata: Mapping[str, str]) -> str:
     """sha256 over every metadata (key, value) but ``content_sha256`` itself, then over
     (name, dtype, shape, bytes) of every tensor; both in name order, lengths prefixed."""
-    h = hashlib.sha256(b"maskc-artifact-content\0")
+    # The digest of a stream does not depend on how it is cut into updates: the small pieces
+    # are joined and hashed at once, a large tensor from its buffer (no copy).
     keys = sorted(k for k in metadata if k != "content_sha256")
-    h.update(len(keys).to_bytes(8, "little"))
+    parts: list[bytes | memoryview] = [b"maskc-artifact-content\0", len(keys).to_bytes(8, "little")]
     for key in keys:
-        for part in (key.encode(), metadata[key].encode("utf-8", "surrogatepass")):
-            h.update(len(part).to_bytes(8, "little"))
-            h.update(part)
+        k = key.encode()
+        v = metadata[key].encode("utf-8", "surrogatepass")
+        parts += (len(k).to_bytes(8, "little"), k, len(v).to_bytes(8, "little"), v)
+    h = hashlib.sha256()
     for name in sorted(tensors):
-        arr = np.ascontiguousarray(tensors[name])
-        h.update(f"{name}|{arr.dtype.str}|{arr.shape}|".encode())
-        h.update(arr.reshape(-1).view(np.uint8).data)  # the buffer itself: no copy
+        arr = tensors[name]
+        code = _HASH_DTYPES.get(arr.dtype) if type(arr) is np.ndarray and arr.ndim else None
+        if code is None or not arr.flags.c_contiguous:
+            arr = np.ascontiguousarray(arr)  # a 0-d array hashes as shape (1,), as it always has
+            parts.append(f"{name}|{arr.dtype.str}|{arr.shape}|".encode())
+            parts.append(arr.reshape(-1).view(np.uint8).tobytes())
+            continue
+        parts.append(f"{name}|{code}|{arr.shape}|".encode())
+        if arr.nbytes <= _HASH_COPY_LIMIT:
+            parts.append(arr.data)  # copied by the join, from its buffer
+        else:
+            h.update(b"".join(parts))
+            parts.clear()
+            h.update(arr.data)
+    h.update(b"".join(parts))
     return h.hexdigest()
 
 
@@ -169,23 +197,36 @@ def decode_trans(tensors: Mapping[str, NDArray[np.generic]], where: str) -> NDAr
     if shape.shape != (2,):
         raise ArtifactCorrupt(f"{where}: bad dfa.shape")
     n, c = int(shape[0]), int(shape[1])
-    default, offsets = tensors["dfa.default"], tensors["dfa.exc_offsets"]
-    cls, tgt = tensors["dfa.exc_class"], tensors["dfa.exc_target"]
+    default: NDArray[Any] = tensors["dfa.default"]
+    offsets: NDArray[Any] = tensors["dfa.exc_offsets"]
+    cls: NDArray[Any] = tensors["dfa.exc_class"]
+    tgt: NDArray[Any] = tensors["dfa.exc_target"]
     ok = (
         0 < n <= 1 << 31 and 0 < c <= 256 and default.shape == (n,) and offsets.shape == (n + 1,)
         and int(offsets[0]) == 0 and int(offsets[-1]) == cls.shape[0] == tgt.shape[0]
-        and not bool(np.any(np.diff(offsets) < 0))
     )
     if not ok:
         raise ArtifactCorrupt(f"{where}: inconsistent transition table")
-    if (default.size and (int(default.min()) < -1 or int(default.max()) >= n)) or (
+    lens = offsets[1:] - offsets[:-1]
+    if int(lens.min()) < 0:
+        raise ArtifactCorrupt(f"{where}: inconsistent transition table")
+    if (int(default.min()) < -1 or int(default.max()) >= n) or (
         tgt.size and (int(tgt.min()) < -1 or int(tgt.max()) >= n or int(cls.max()) >= c)
     ):
         raise ArtifactCorrupt(f"{where}: transition target out of range")
     trans = np.repeat(np.asarray(default, dtype=np.int32)[:, None], c, axis=1)
-    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
-    trans[rows, cls.astype(np.int64)] = tgt
+    if tgt.size:
+        # the exceptions by flat index (row * c + class): one index array, not two
+        at = np.repeat(np.arange(0, n * c, c, dtype=np.int64), lens)
+        at += cls.astype(np.int64, copy=False)
+        trans.reshape(-1)[at] = tgt
     return trans
+
+
+def _outside(x: NDArray[np.generic], hi: int) -> bool:
+    """Whether a non-empty int32 array has a value outside [0, hi), for 0 <= hi <= 2**31, in
+    one pass: seen unsigned, a negative value is at least 2**31."""
+    return int(x.view(np.uint32).max()) >= hi
 
 
 def check_tables(tensors: Mapping[str, NDArray[np.generic]], vocab_size: int, where: str) -> NDArray[np.int32]:
@@ -196,41 +237,69 @@ def check_tables(tensors: Mapping[str, NDArray[np.generic]], vocab_size: int, wh
             raise ArtifactCorrupt(f"{where} lacks tensor {name!r}")
         if arr.dtype != dtype or arr.ndim != ndim:
             raise ArtifactCorrupt(f"{where}: tensor {name!r} has {arr.dtype}[{arr.ndim}d], expected {dtype}[{ndim}d]")
-    trans = decode_trans(tensors, where)
+    trans = decode_trans(tensors, where)  # its targets lie in [-1, n): the table needs no check of its own
     n, c = trans.shape
+    byte_class, state = tensors["dfa.byte_class"], tensors["mask.state"]
+    kinds: NDArray[Any] = tensors["mask.kind"]
+    offsets: NDArray[Any] = tensors["mask.offsets"]
+    data: NDArray[Any] = tensors["mask.data"]
+    m = kinds.shape[0]
+    # m == 0 leaves no mask for a state; offsets[0] != 0 would leave data outside every mask
     bad = (
         n == 0
-        or tensors["dfa.byte_class"].shape != (256,)
-        or int(tensors["dfa.byte_class"].max()) >= c
-        or (trans.size and (int(trans.min()) < -1 or int(trans.max()) >= n))
+        or byte_class.shape != (256,)
+        or int(byte_class.max()) >= c
         or tensors["dfa.accepting"].shape != (n,)
-        or tensors["mask.state"].shape != (n,)
+        or state.shape != (n,)
+        or offsets.shape != (m + 1,)
+        or m == 0
+        or int(offsets[0]) != 0
+        or int(offsets[-1]) != data.shape[0]
+        or _outside(state, m)
     )
-    kinds, offsets, data = tensors["mask.kind"], tensors["mask.offsets"], tensors["mask.data"]
-    m = kinds.shape[0]
-    bad = bad or offsets.shape != (m + 1,) or (m and int(offsets[-1]) != data.shape[0])
-    bad = bad or (n and (int(tensors["mask.state"].min()) < 0 or int(tensors["mask.state"].max()) >= m))
-    bad = bad or bool(m and np.any(np.diff(offsets) < 0))
-    if not bad and m:
-        lens = np.diff(offsets)
-        words = bitmask_words(vocab_size)
+    if not bad:
+        lens = offsets[1:] - offsets[:-1]
+        bad = int(lens.min()) < 0
+    if not bad:
         dense = kinds == 2
         delta = kinds == 3
-        bad = bool(np.any(lens[dense] != words)) or int(kinds.max()) > 3 or bool(np.any(lens[delta] < 1))
-        if not bad and delta.any():
+        bad = (int(kinds.max()) > 3 or bool((lens[dense] != bitmask_words(vocab_size)).any())
+               or bool((lens[delta] < 1).any()))
+        has_delta = bool(delta.any())
+        if not bad and has_delta:
             heads = offsets[:-1][delta]
             bases = data[heads]
-            bad = bool(np.any(bases < 0) or np.any(bases >= np.flatnonzero(delta)))
-        elem_sparse = np.repeat(~dense, lens)
-        if not bad and delta.any():
-            elem_sparse[offsets[:-1][delta]] = False  # the base id is not a token id
-        ids = data[elem_sparse]
-        bad = bad or bool(ids.size and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size))
+            bad = int(bases.min()) < 0 or bool((bases >= np.flatnonzero(delta)).any())
+        if not bad:
+            bad = _bad_token_ids(data, offsets, lens, dense, delta if has_delta else None, vocab_size)
     if not bad:
         bad = _bad_pda(tensors, n, m)
     if bad:
         raise ArtifactCorrupt(f"{where}: inconsistent tables (vocab_size {vocab_size})")
     return trans
+
+
+def _bad_token_ids(data: NDArray[np.int32], offsets: NDArray[np.int64], lens: NDArray[np.int64],
+                   dense: NDArray[np.bool_], delta: NDArray[np.bool_] | None, vocab_size: int) -> bool:
+    """Whether a token id of a sparse or delta mask lies outside [0, vocab_size).
+
+    Dense masks hold bit words and a delta mask's first entry is a base mask id (already
+    checked to lie in [0, its own id)), so neither is a token id.
+    """
+    m = dense.shape[0]
+    if m <= vocab_size <= 1 << 31:
+        # every base id is < m <= vocab_size, so delta masks may be checked whole: the largest
+        # entry of each non-empty mask (reduceat over their starts), seen unsigned
+        nonempty = np.flatnonzero(lens)
+        if not nonempty.size:
+            return False
+        largest = np.maximum.reduceat(data.view(np.uint32), offsets[nonempty])
+        return bool((largest[~dense[nonempty]] >= vocab_size).any())
+    sparse = np.repeat(~dense, lens)
+    if delta is not None:
+        sparse[offsets[:-1][delta]] = False
+    ids = data[sparse]
+    return bool(ids.size and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size))
 
 
 def _bad_pda(tensors: Mapping[str, NDArray[np.generic]], n: int, m: int) -> bool:
@@ -243,17 +312,16 @@ def _bad_pda(tensors: Mapping[str, NDArray[np.generic]], n: int, m: int) -> bool
     for name, (dtype, ndim) in PDA_TENSORS.items():
         if tensors[name].dtype != dtype or tensors[name].ndim != ndim:
             return True
-    off, rule, ret = tensors["pda.call_offsets"], tensors["pda.call_rule"], tensors["pda.call_return"]
+    off: NDArray[Any] = tensors["pda.call_offsets"]
+    rule, ret = tensors["pda.call_rule"], tensors["pda.call_return"]
     start, need, unc = tensors["pda.rule_start"], tensors["pda.need"], tensors["mask.uncertain"]
     flat = tensors["mask.flat"]
     r = start.shape[0]
     return bool(
-        off.shape != (n + 1,) or int(off[0]) != 0 or int(off[-1]) != rule.shape[0] or bool(np.any(np.diff(off) < 0))
+        off.shape != (n + 1,) or int(off[0]) != 0 or int(off[-1]) != rule.shape[0] or bool((off[1:] < off[:-1]).any())
         or ret.shape != rule.shape or need.shape != (n,) or unc.shape != (n,) or r == 0
-        or (rule.size and (int(rule.min()) < 0 or int(rule.max()) >= r))
-        or (ret.size and (int(ret.min()) < 0 or int(ret.max()) >= n))
+        or (rule.size and (_outside(rule, r) or _outside(ret, n) or int(start[rule].min()) < 0))
         or int(start.min()) < -1 or int(start.max()) >= n or int(start[0]) != 0
-        or (rule.size and bool(np.any(start[rule] < 0)))
-        or int(need.min()) < 0 or int(unc.min()) < 0 or int(unc.max()) >= m
-        or flat.shape != (n,) or int(flat.min()) < 0 or int(flat.max()) >= m
+        or int(need.min()) < 0 or _outside(unc, m)
+        or flat.shape != (n,) or _outside(flat, m)
     )

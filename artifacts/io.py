@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
+import math
 import mmap
 import os
 import re
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 from numpy.typing import NDArray
 
 from maskc.compiler.errors import ArtifactCorrupt, ArtifactError
@@ -206,6 +209,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
 
 
 _NP_DTYPES: dict[str, np.dtype[np.generic]] = {code: dtype for dtype, code in _DTYPES.items()}
+_LE_DTYPES: dict[str, np.dtype[np.generic]] = {code: dtype.newbyteorder("<") for code, dtype in _NP_DTYPES.items()}
 
 
 def read_artifact_file(path: str | os.PathLike[str]) -> tuple[dict[str, NDArray[np.generic]], dict[str, str]]:
@@ -289,23 +293,30 @@ def forget_verified() -> None:
     _verified.clear()
 
 
+def _loads_header(text: bytes) -> Any:
+    """The JSON header: orjson when it can, else the standard parser, which also accepts what
+    orjson refuses (lone surrogates escaped in a string, a byte-order mark, NaN), so a header
+    reads the same whichever parser took it."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
 def parse_artifact_bytes(raw: bytes | mmap.mmap, where: str) -> tuple[dict[str, NDArray[np.generic]], dict[str, str]]:
     """Tensors (read-only views of ``raw``, no copy) and metadata of a safetensors buffer.
 
     Every header entry is validated before a view is made: a known dtype, a shape whose
     size matches its byte range, ranges that tile the data area exactly.
     """
-    import json
-    import struct
-
     n = len(raw)
     if n < 8:
         raise ArtifactCorrupt(f"{where} is truncated or not a safetensors file ({n} bytes)")
-    (hlen,) = struct.unpack("<Q", raw[:8])
+    hlen = int.from_bytes(raw[:8], "little")
     if hlen > n - 8:
         raise ArtifactCorrupt(f"{where} is truncated: header claims {hlen} bytes, file has {n - 8}")
     try:
-        header = json.loads(raw[8 : 8 + hlen])
+        header = _loads_header(raw[8 : 8 + hlen])
         metadata = header.pop("__metadata__", None) or {}
         entries = [(v["data_offsets"][0], v["data_offsets"][1], k, v["dtype"], v["shape"]) for k, v in header.items()]
     except (ValueError, KeyError, TypeError, AttributeError, IndexError) as e:
@@ -320,15 +331,29 @@ def parse_artifact_bytes(raw: bytes | mmap.mmap, where: str) -> tuple[dict[str, 
     base = 8 + hlen
     tensors: dict[str, NDArray[np.generic]] = {}
     at = 0
-    for begin, stop, name, code, shape in sorted(entries, key=lambda e: (e[0], e[1])):
-        dtype = _NP_DTYPES.get(code) if isinstance(code, str) else None
-        ok = (dtype is not None and begin == at and stop >= begin
-              and isinstance(shape, list) and all(type(d) is int and d >= 0 for d in shape))
-        count = int(np.prod(shape, dtype=np.int64)) if ok else 0
-        if not ok or dtype is None or count * dtype.itemsize != stop - begin:
+    entries.sort(key=_range_key)
+    for begin, stop, name, code, shape in entries:
+        dtype = _LE_DTYPES.get(code) if type(code) is str else None
+        if type(shape) is list and len(shape) == 1:  # the common case, checked without a generator
+            count = shape[0]
+            ok = type(count) is int and count >= 0
+        else:
+            ok = isinstance(shape, list) and all(type(d) is int and d >= 0 for d in shape)
+            count = math.prod(shape) if ok else 0  # exact: no int64 wrap-around to slip past the size check
+        if not ok or dtype is None or begin != at or stop < begin or count * dtype.itemsize != stop - begin:
             raise ArtifactCorrupt(f"{where} is not a readable safetensors file: tensor {name!r} has a bad dtype, "
                                   "shape or byte range")
-        arr = np.frombuffer(raw, dtype=dtype.newbyteorder("<"), count=count, offset=base + begin)
-        tensors[name] = arr.reshape(shape)
+        arr = np.frombuffer(raw, dtype=dtype, count=count, offset=base + begin)
+        if len(shape) != 1:
+            try:
+                arr = arr.reshape(shape)
+            except (ValueError, OverflowError) as e:  # a dimension numpy cannot index, on an empty tensor
+                raise ArtifactCorrupt(f"{where} is not a readable safetensors file: tensor {name!r} has a bad "
+                                      "shape") from e
+        tensors[name] = arr
         at = stop
     return tensors, dict(metadata)
+
+
+def _range_key(entry: tuple[Any, ...]) -> tuple[Any, Any]:
+    return (entry[0], entry[1])
