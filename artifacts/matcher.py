@@ -131,7 +131,8 @@ def bitmask_rows(bitmask: Any, vocab_size: int, index: int) -> NDArray[np.int32]
     # only while the tensor is alive with the same shape, data pointer and contiguity.
     shape = tuple(bitmask.shape)
     ptr = int(bitmask.data_ptr())
-    view = np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_int32)), shape=shape)
+    count = shape[0] * shape[1]  # a ctypes array over the memory (np.ctypeslib costs ~1.5 ms on first use)
+    view = np.frombuffer((ctypes.c_int32 * count).from_address(ptr), dtype=np.int32, count=count).reshape(shape)
     key = id(bitmask)
     if len(_VIEWS) >= _VIEW_LIMIT:
         _VIEWS.clear()
