@@ -34,6 +34,7 @@ PLAN_CACHE_LIMIT = 1 << 16  # states whose fill plan is kept
 _ONE = np.uint32(1)
 _SCATTER_MAX = 256
 _SMALL = 16
+_SCALAR_FLIPS = 24
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,9 +342,15 @@ class Artifact:
         for f in flips:
             if f.shape[0] > _SCATTER_MAX:
                 row ^= _bits(f, row.shape[0])
-        if small:  # ids may repeat across links: xor.at flips a bit once per occurrence
+        if small:  # ids may repeat across links: each occurrence flips its bit once
             ids = small[0] if len(small) == 1 else np.concatenate(small)
-            np.bitwise_xor.at(row, ids >> 5, _ONE << (ids & 31).astype(np.uint32))
+            if ids.shape[0] <= _SCALAR_FLIPS:  # a few flips: word stores beat a scatter's fixed cost
+                words = memoryview(row)
+                for i in ids.tolist():
+                    w = i >> 5
+                    words[w] = words[w] ^ 1 << (i & 31)
+            else:
+                np.bitwise_xor.at(row, ids >> 5, _ONE << (ids & 31).astype(np.uint32))
         return row
 
     def _full_row(self) -> NDArray[np.uint32]:

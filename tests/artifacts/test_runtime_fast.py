@@ -81,6 +81,27 @@ def test_decoded_rows_equal_the_store_in_any_visit_order(toy_vocab: Vocabulary, 
             assert not unpack_bool(row, 32 * row.shape[0])[vocab_size:].any()  # padding bits clear
 
 
+def test_short_delta_chains_flip_a_repeated_id_once_per_link(toy_vocab: Vocabulary) -> None:
+    vocab_size = 20000
+    template = maskc.compile_regex("a+", toy_vocab.with_overrides(vocab_size=vocab_size))
+    b = MaskStoreBuilder(vocab_size)
+    rng = np.random.default_rng(3)
+    row = rng.random(vocab_size) < 0.5
+    chain = [row]
+    for flips in ([5, 37], [5, 70], [5, 31, 32], [63]):  # id 5 flipped on three links
+        row = row.copy()
+        row[flips] ^= True
+        chain.append(row)
+    ids = [b.add(m) for m in chain]
+    store = b.build()
+    assert [int(store.kinds[i]) for i in ids[1:]] == [KIND_DELTA] * 4 and store.depth(ids[-1]) >= 3
+    for order in (ids, ids[::-1]):  # chains decoded from the root, and from a cached row
+        art = _fresh(template)
+        art.masks = store
+        for i, m in zip(order, [chain[ids.index(k)] for k in order]):
+            assert np.array_equal(unpack_bool(art.mask_row_of(i), vocab_size), m), i
+
+
 def _write(art: Artifact, state: int, out: np.ndarray) -> None:
     """What ``Matcher.fill_next_token_bitmask`` writes for ``state``, through its fill plan."""
     plan = art.fill_plan(state)
