@@ -8,7 +8,8 @@ run as numpy arrays, level by level:
   the tokenizer's byte trie (:mod:`maskc.compiler.trie`, built once per tokenizer): narrow
   states follow only their live prefixes, all together; wide states that loop on most
   first bytes (string interiors) are walked only past the byte that leaves the loop; other
-  wide states step every node, over the trie merged by byte class when there are many;
+  wide states step every node, over the trie merged by byte class when there are many, once
+  per distinct state their first bytes lead to (not once per state) where that is fewer;
 * long tokens are mapped to deduplicated byte-class sequences, and only those whose first
   class is live in a state are walked;
 * states that no string of at most ``L`` bytes (the longest token) tells apart share one
@@ -21,6 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -29,22 +31,22 @@ from maskc.compiler.dfa import Dfa
 from maskc.compiler.errors import TimeLimitExceeded
 from maskc.compiler.minimize import refine
 from maskc.compiler.trie import (ClassTrie, TokenTrie, build_trie, byte_class_trie, class_trie, loop_region, sink_table,
-                                 walk_dense, walk_loops, walk_sparse)
+                                 walk_dense, walk_loops, walk_shared, walk_sparse, first_node)
 
 __all__ = ["ClassSeqs", "class_sequences", "align", "TokenTable", "SHORT_TOKEN"]
 
 SHORT_TOKEN = 16  # tokens up to this many bytes are "short" (the vast majority)
-CLASS_TRIES = 4  # merged tries kept per token table
+CLASS_TRIES = 4  # merged tries (and long-token class sequences) kept per token table
 
 
-class _Recent(dict[bytes, "ClassTrie"]):
+class _Recent(dict[Any, Any]):
     """A dict that keeps its last ``size`` insertions."""
 
     def __init__(self, size: int) -> None:
         super().__init__()
         self.size = size
 
-    def __setitem__(self, key: bytes, value: ClassTrie) -> None:
+    def __setitem__(self, key: Any, value: Any) -> None:
         super().__setitem__(key, value)
         while len(self) > self.size:
             del self[next(iter(self))]
@@ -65,15 +67,37 @@ class TokenTable:
         return int(self.offsets.shape[0] - 1)
 
     def slices(self) -> tuple[TokenSlice, TokenSlice]:
-        """Short and long walkable tokens, precomputed once per table."""
+        """Short and long walkable tokens, precomputed once per table (the short ones grouped
+        by first byte: :meth:`first_blocks`)."""
         got: tuple[TokenSlice, TokenSlice] | None = self.__dict__.get("_slices")
         if got is None:
             lens = np.diff(self.offsets)
             got = (
-                token_slice(self, self.walkable & (lens <= SHORT_TOKEN)),
+                token_slice(self, self.walkable & (lens <= SHORT_TOKEN), by_first=True),
                 token_slice(self, self.walkable & (lens > SHORT_TOKEN)),
             )
             self.__dict__["_slices"] = got
+        return got
+
+    def short_positions(self) -> NDArray[np.int64]:
+        """``[vocab_size]``: each token's index among the short tokens (``slices()[0]``), or
+        their count for the others."""
+        got: NDArray[np.int64] | None = self.__dict__.get("_short_positions")
+        if got is None:
+            ids = self.slices()[0].ids
+            got = np.full(self.vocab_size, ids.shape[0], dtype=np.int64)
+            got[ids] = np.arange(ids.shape[0], dtype=np.int64)
+            self.__dict__["_short_positions"] = got
+        return got
+
+    def first_blocks(self) -> NDArray[np.int64]:
+        """``[257]``: the short tokens (``slices()[0]``) whose first byte is ``b`` are
+        ``first_blocks()[b]:first_blocks()[b + 1]``."""
+        got: NDArray[np.int64] | None = self.__dict__.get("_first_blocks")
+        if got is None:
+            sl = self.slices()[0]
+            got = np.searchsorted(sl.data[sl.seg], np.arange(257), side="left").astype(np.int64)
+            self.__dict__["_first_blocks"] = got
         return got
 
     def trie(self) -> TokenTrie:
@@ -91,6 +115,18 @@ class TokenTable:
         got: dict[bytes, ClassTrie] | None = self.__dict__.get("_class_tries")
         if got is None:
             got = self.__dict__["_class_tries"] = _Recent(CLASS_TRIES)
+        return got
+
+    def long_sequences(self, byte_class: NDArray[np.uint8], num_classes: int) -> ClassSeqs:
+        """:func:`class_sequences` of the long tokens (``slices()[1]``), kept for the last
+        few byte-class maps (the automata of one pushdown grammar share theirs)."""
+        recent: dict[tuple[bytes, int], ClassSeqs] | None = self.__dict__.get("_long_sequences")
+        if recent is None:
+            recent = self.__dict__["_long_sequences"] = _Recent(CLASS_TRIES)
+        key = (byte_class.tobytes(), num_classes)
+        got = recent.get(key)
+        if got is None:
+            got = recent[key] = class_sequences(self, byte_class, num_classes, sl=self.slices()[1])
         return got
 
     @property
@@ -128,8 +164,11 @@ class TokenSlice:
     mult: NDArray[np.int64]  # [2, len(data)] position weights of the two hashes
 
 
-def token_slice(table: TokenTable, select: NDArray[np.bool_]) -> TokenSlice:
+def token_slice(table: TokenTable, select: NDArray[np.bool_], by_first: bool = False) -> TokenSlice:
+    """The tokens of ``select`` (non-empty), in id order, or grouped by first byte (stably)."""
     ids = np.flatnonzero(select)
+    if by_first:
+        ids = ids[np.argsort(table.flat[table.offsets[ids]], kind="stable")]
     starts = table.offsets[ids]
     lens = table.offsets[ids + 1] - starts
     seg = np.cumsum(lens) - lens
@@ -237,25 +276,31 @@ def _batch_allowed(dfa: Dfa, seqs: ClassSeqs, states: NDArray[np.int64], budget:
 def _walk_owned(
     trans: NDArray[np.int32], seqs: ClassSeqs, cand: NDArray[np.int64], owner: NDArray[np.int64], states: NDArray[np.int64]
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Walk each candidate sequence from its owner's state; the (owner, sequence) pairs that finish."""
-    pos = np.zeros(cand.shape[0], dtype=np.int64)
+    """Walk each candidate sequence from its owner's state; the (owner, sequence) pairs that finish.
+
+    All walks advance together, one class a step; longest sequences first, so the walks that
+    finish at a step are a suffix of those alive (filtering keeps the order).
+    """
+    neg = -seqs.lengths[cand]
+    order = np.argsort(neg, kind="stable")
+    cand, owner, neg = cand[order], owner[order], neg[order]
+    start = seqs.offsets[cand]
     state = states[owner]
     ok_o: list[NDArray[np.int64]] = []
     ok_s: list[NDArray[np.int64]] = []
-    lengths = seqs.lengths
+    pos = 0
     while cand.size:
-        done = pos >= lengths[cand]
-        if done.any():
-            ok_o.append(owner[done])
-            ok_s.append(cand[done])
-            keep = ~done
-            cand, pos, state, owner = cand[keep], pos[keep], state[keep], owner[keep]
-            if not cand.size:
+        going = int(np.searchsorted(neg, -pos, side="left"))  # sequences longer than pos
+        if going < cand.shape[0]:
+            ok_o.append(owner[going:])
+            ok_s.append(cand[going:])
+            cand, owner, neg, start, state = cand[:going], owner[:going], neg[:going], start[:going], state[:going]
+            if not going:
                 break
-        cls = seqs.flat[seqs.offsets[cand] + pos]
-        state = trans[state, cls].astype(np.int64)
+        state = trans[state, seqs.flat[start + pos]].astype(np.int64)
         alive = state >= 0
-        cand, pos, state, owner = cand[alive], pos[alive] + 1, state[alive], owner[alive]
+        cand, owner, neg, start, state = cand[alive], owner[alive], neg[alive], start[alive], state[alive]
+        pos += 1
     if not ok_o:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     return np.concatenate(ok_o), np.concatenate(ok_s)
@@ -283,18 +328,22 @@ def _wide(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64]) -> NDArray[np.bo
 
 def _short_allowed(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64], flat_trans: NDArray[np.int64],
                    node_class: NDArray[np.int64], ctries: list[ClassTrie], many_wide: bool,
-                   deadline: float | None) -> list[NDArray[np.int64]]:
-    """Per state: the indices (into the trie's tokens) of the short tokens it allows, each once.
+                   deadline: float | None, blocks: NDArray[np.int64]) -> list[NDArray[np.int32] | NDArray[np.uint8]]:
+    """Per state: the short tokens it allows (indices into the trie's tokens), packed (:func:`_pack`).
 
     The walks run over the trie labelled by class (built on first need into ``ctries``:
     merged by class when ``many_wide``, which costs a few walks once and makes each walk
     cheaper). Narrow states follow their live prefixes only, all together. Wide states
     (a quarter of the tokens or more survive the first byte) that loop on the first byte
     of most tokens (string interiors) are grouped by their looping classes and walk only
-    past the first byte that leaves the loop; other wide states step every node.
+    past the first byte that leaves the loop; other wide states step every node, together
+    (:func:`walk_shared`: one walk per distinct successor of a first byte, which states
+    spelling declared keys inside a looping string mostly share), or in batches.
+    ``blocks`` is :meth:`TokenTable.first_blocks`.
     """
-    out: list[NDArray[np.int64]] = [np.zeros(0, dtype=np.int64)] * states.shape[0]
-    if not states.size or not trie.num_tokens:
+    n = trie.num_tokens
+    out: list[NDArray[np.int32] | NDArray[np.uint8]] = [_pack(np.zeros(0, dtype=np.int64), n)] * states.shape[0]
+    if not states.size or not n:
         return out
     if not ctries:
         ctries.append(class_trie(trie, node_class, dfa.num_classes) if many_wide else byte_class_trie(trie, node_class))
@@ -324,15 +373,27 @@ def _short_allowed(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64], flat_tr
                     raise TimeLimitExceeded("compile time (s)", limit=0)
                 part = np.asarray(xs[i : i + LOOP_BATCH], dtype=np.int64)
                 for x, got in zip(part.tolist(), walk_loops(ct, flat_trans, dfa.num_classes, dead, ws[part], region)):
-                    out[int(wide[x])] = got
+                    out[int(wide[x])] = _pack(got, n)
         dense.sort()
+        if len(dense) > 1:  # walks past the first byte, shared between the states (when fewer)
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeLimitExceeded("compile time (s)", limit=0)
+            part = np.asarray(dense, dtype=np.int64)
+            ok = walk_shared(ct, flat_trans, dfa.num_classes, dead, ws[part], first_node(ct), blocks,
+                             max_walks=min(len(dense) * 3 // 4, DENSE_BATCH))
+            if ok is not None:
+                counts = np.count_nonzero(ok, axis=1).tolist()
+                for x, row, cnt in zip(dense, ok, counts):
+                    out[int(wide[x])] = _pack_row(row, cnt)
+                dense = []
         for i in range(0, len(dense), DENSE_BATCH):
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeLimitExceeded("compile time (s)", limit=0)
             part = np.asarray(dense[i : i + DENSE_BATCH], dtype=np.int64)
             ok = walk_dense(ct, flat_trans, dfa.num_classes, dead, ws[part])
-            for x, row in zip(part.tolist(), ok):
-                out[int(wide[x])] = np.flatnonzero(row)
+            counts = np.count_nonzero(ok, axis=1).tolist()
+            for x, row, cnt in zip(part.tolist(), ok, counts):
+                out[int(wide[x])] = _pack_row(row, cnt)
     narrow = np.flatnonzero(~wide_mask)
     # batches of narrow states whose surviving tokens stay under SPARSE_BUDGET in all
     ends = np.cumsum(width[narrow])
@@ -344,7 +405,7 @@ def _short_allowed(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64], flat_tr
         stop = max(start + 1, int(np.searchsorted(ends, base + SPARSE_BUDGET, side="right")))
         part = narrow[start:stop]
         for j, ok_idx in zip(part.tolist(), walk_sparse(ct, flat_trans, dfa.num_classes, dead, states[part])):
-            out[j] = ok_idx
+            out[j] = _pack(ok_idx, n)
         start = stop
     return out
 
@@ -360,11 +421,11 @@ def _pack(ok: NDArray[np.int64], n: int) -> NDArray[np.int32] | NDArray[np.uint8
     return np.packbits(bits)
 
 
-def _unpack(packed: NDArray[np.int32] | NDArray[np.uint8], n: int) -> NDArray[np.int64]:
-    if packed.dtype == np.uint8:
-        bits: NDArray[np.uint8] = packed.view(np.uint8)
-        return np.flatnonzero(np.unpackbits(bits, count=n)).astype(np.int64)
-    return packed.astype(np.int64)
+def _pack_row(row: NDArray[np.bool_], count: int) -> NDArray[np.int32] | NDArray[np.uint8]:
+    """:func:`_pack` of ``np.flatnonzero(row)`` (``count`` set entries), from the row itself."""
+    if count <= MEMO_BY_CONTENT:
+        return np.flatnonzero(row).astype(np.int32)
+    return np.packbits(row)
 
 
 def align(
@@ -375,6 +436,7 @@ def align(
     progress: Callable[[int, int], None] | None = None,
     deadline: float | None = None,
     only: NDArray[np.int64] | None = None,
+    free_order: bool = False,
 ) -> NDArray[np.int32]:
     """Compute each state's allowed-token mask.
 
@@ -383,6 +445,9 @@ def align(
 
     Args:
         only: compute the masks of these states alone (the others map to -1).
+        free_order: the masks may reach ``add_mask`` in another order (the caller adds
+            them to its store by content): the long tokens' partition is then refined on
+            from the short tokens' one rather than from scratch.
 
     Returns:
         ``state -> mask id`` (int32 [states]).
@@ -390,18 +455,19 @@ def align(
     Raises:
         TimeLimitExceeded: ``deadline`` (``time.monotonic()``) passed.
     """
-    sl_short, sl_long = table.slices()
+    sl_short = table.slices()[0]
     trie = table.trie()
-    long_ = class_sequences(table, dfa.byte_class, dfa.num_classes, sl=sl_long)
+    long_ = table.long_sequences(dfa.byte_class, dfa.num_classes)
     acc = dfa.accepting.astype(np.int64)
     # Masks of short tokens depend on the first SHORT_TOKEN bytes of the future only;
     # long tokens (few) on up to max_len bytes: two partitions, the finer one drives.
     block_s = refine(dfa.trans, acc, max_rounds=SHORT_TOKEN, deadline=deadline)
-    block = (
-        refine(dfa.trans, acc, max_rounds=max(SHORT_TOKEN, table.max_len), deadline=deadline)
-        if long_.token_ids.size
-        else block_s
-    )
+    if not long_.token_ids.size:
+        block = block_s
+    elif free_order:  # the same partition, refined on from the short one (numbered otherwise)
+        block = refine(dfa.trans, block_s, max_rounds=max(SHORT_TOKEN, table.max_len) - SHORT_TOKEN, deadline=deadline)
+    else:
+        block = refine(dfa.trans, acc, max_rounds=max(SHORT_TOKEN, table.max_len), deadline=deadline)
     flat_trans = sink_table(dfa.trans)
     eos = np.asarray(table.eos_ids, dtype=np.int64)
 
@@ -429,19 +495,20 @@ def align(
     merged = table.class_tries().get(dfa.byte_class.tobytes())
     if merged is not None:
         ctries.append(merged)
+    blocks = table.first_blocks()
     many_wide = int(np.count_nonzero(_wide(dfa, trie, rep_s))) >= MANY_WIDE if rep_s.size else False
     short_chunk = 128  # a wide state's allowed tokens take ~1 MB until packed
     for i in range(0, rep_s.shape[0], short_chunk):
         if deadline is not None and time.monotonic() > deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
-        short_ok.extend(_pack(ok, trie.num_tokens) for ok in _short_allowed(
-                        dfa, trie, rep_s[i : i + short_chunk], flat_trans, node_class, ctries, many_wide,
-                                                deadline))
+        short_ok.extend(_short_allowed(dfa, trie, rep_s[i : i + short_chunk], flat_trans, node_class, ctries,
+                                       many_wide, deadline, blocks))
         if progress is not None:
             progress(min(i + short_chunk, rep_s.shape[0]), rep_s.shape[0] + nblocks)
     if ctries and many_wide:
         table.class_tries()[dfa.byte_class.tobytes()] = ctries[0]
     memo: dict[tuple[bytes | int, bytes], int] = {}
+    short_pos = table.short_positions()
     block_mask = np.zeros(nblocks, dtype=np.int32)
     for i in range(0, nblocks, chunk):
         if deadline is not None and time.monotonic() > deadline:
@@ -457,8 +524,14 @@ def align(
             key = (packed.tobytes() if packed.dtype == np.int32 else int(block_s[s]), np.packbits(ok_l).tobytes())
             m = memo.get(key)
             if m is None:
-                mask = np.zeros(table.vocab_size, dtype=np.bool_)
-                mask[sl_short.ids[_unpack(packed, trie.num_tokens)]] = True
+                if packed.dtype == np.uint8:  # a bitset over the short tokens, read by every token
+                    ext = np.zeros(trie.num_tokens + 1, dtype=np.bool_)  # (the last: not a short token)
+                    bits: NDArray[np.uint8] = packed.view(np.uint8)
+                    ext[:-1] = np.unpackbits(bits, count=trie.num_tokens).view(np.bool_)
+                    mask = np.take(ext, short_pos)
+                else:
+                    mask = np.zeros(table.vocab_size, dtype=np.bool_)
+                    mask[sl_short.ids[packed]] = True
                 mask[long_.token_ids[ok_l[long_.token_seq]]] = True
                 if ok_l[-1] and eos.size:
                     mask[eos] = True

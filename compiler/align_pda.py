@@ -24,7 +24,8 @@ runtime closes the stack under returns before a token starts.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from array import array
+from collections.abc import Callable, Set
 
 import numpy as np
 from numpy.typing import NDArray
@@ -89,6 +90,30 @@ def _return_points(pda: Pda, deadline: float | None = None) -> list[list[int]]:
 Subset = tuple[frozenset[Local], frozenset[Local], bool]  # (inside the frame, past it, loose)
 
 
+def _class_groups(qs: tuple[int, ...], loose: bool, trans: list[list[int]], live_classes: list[list[int]],
+                  nclasses: int) -> list[tuple[dict[int, int], list[int]]]:
+    """The classes that some state of ``qs`` can take (all of them when ``loose``), grouped
+    by their column of successors, in order of each group's first class: per group, each
+    state's successor on the group's classes, and the classes."""
+    if loose:
+        classes: list[int] = list(range(nclasses))
+    elif len(qs) == 1:
+        classes = live_classes[qs[0]]
+    else:
+        classes = sorted({c for q in qs for c in live_classes[q]})
+    if len(qs) == 1:  # (the common case: columns of one state)
+        q, row = qs[0], trans[qs[0]]
+        single: dict[int, list[int]] = {}
+        for cl in classes:
+            single.setdefault(row[cl], []).append(cl)
+        return [({q: t}, members) for t, members in single.items()]
+    rows = [trans[q] for q in qs]
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for cl in classes:
+        groups.setdefault(tuple([r[cl] for r in rows]), []).append(cl)
+    return [(dict(zip(qs, sig)), members) for sig, members in groups.items()]
+
+
 def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_LOCAL_STATES,
                     horizon: int | None = None) -> tuple[Dfa, Dfa, NDArray[np.int64], NDArray[np.int64]] | None:
     """The 'accepted' and 'accepted or uncertain' automata and each PDA state's seed in them.
@@ -109,7 +134,7 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
     returns = _return_points(pda, deadline)
     nclasses = pda.dfa.num_classes
 
-    def closure(configs: set[Local], first: bool, inner: bool) -> tuple[frozenset[Local], set[Local], bool]:
+    def closure(configs: Set[Local], first: bool, inner: bool) -> tuple[frozenset[Local], set[Local], bool]:
         """(closed configs, configs that left the frame, loose) from ``configs``."""
         out: set[Local] = set()
         left: set[Local] = set()
@@ -138,7 +163,7 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
 
     memo: dict[tuple[frozenset[Local], frozenset[Local], bool], tuple[frozenset[Local], frozenset[Local], bool]] = {}
 
-    def close_both(inner_cfgs: set[Local], outer_cfgs: set[Local], first: bool) -> tuple[frozenset[Local], frozenset[Local], bool]:
+    def close_both(inner_cfgs: Set[Local], outer_cfgs: Set[Local], first: bool) -> tuple[frozenset[Local], frozenset[Local], bool]:
         key = (frozenset(inner_cfgs), frozenset(outer_cfgs), first)
         got = memo.get(key)
         if got is None:
@@ -167,7 +192,8 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
         return j
 
     seeds = np.asarray([intern(close_both({((), q)}, set(), True)) for q in range(pda.num_states)], dtype=np.int64)
-    rows: list[list[int]] = []
+    rows: list[int] = []  # the rows of the subsets' transitions, concatenated
+    group_memo: dict[tuple[frozenset[int], bool], list[tuple[dict[int, int], list[int]]]] = {}
     i = 0
     while i < len(order):
         if len(order) > limit:
@@ -177,38 +203,36 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
         inner, outer, esc = order[i]
         row = [DEAD] * nclasses
         if horizon is not None and depth[i] >= horizon:
-            rows.append(row)  # past every token's end
+            rows.extend(row)  # past every token's end
             i += 1
             continue
         here[0] = depth[i] + 1
-        # only the classes some configuration can take (or all, once loose)
-        classes: set[int] = set(range(nclasses)) if esc else set()
-        if not esc:
-            for _, q in inner:
-                classes.update(live_classes[q])
-            for _, q in outer:
-                classes.update(live_classes[q])
         # Classes that move every configuration alike share one closure: group them by
         # their column of successors (groups in order of their first class, so states are
-        # interned in class order).
-        cfgs = list(inner) + list(outer)
-        ni = len(inner)
-        cols = list(zip(*[trans[q] for _, q in cfgs])) if cfgs else [()] * nclasses
-        groups: dict[tuple[int, ...], list[int]] = {}
-        for cl in sorted(classes):
-            groups.setdefault(cols[cl], []).append(cl)
-        for sig, members in groups.items():
-            si = {(cfgs[x][0], t) for x, t in enumerate(sig[:ni]) if t >= 0}
-            so = {(cfgs[ni + x][0], t) for x, t in enumerate(sig[ni:]) if t >= 0}
-            a, b, e = close_both(si, so, False)
+        # interned in class order). A configuration moves by its state alone, so the groups
+        # depend on the set of states (and looseness) only, and are shared by the subsets
+        # that hold the same states under other stacks.
+        qkey = (frozenset([q for _, q in inner] + [q for _, q in outer]), esc)
+        grouped = group_memo.get(qkey)
+        if grouped is None:
+            grouped = _class_groups(tuple(sorted(qkey[0])), esc, trans, live_classes, nclasses)
+            group_memo[qkey] = grouped
+        for step, members in grouped:
+            si = frozenset([(rs, t) for rs, q in inner if (t := step[q]) >= 0])
+            so = frozenset([(rs, t) for rs, q in outer if (t := step[q]) >= 0])
+            got = memo.get((si, so, False))
+            a, b, e = got if got is not None else close_both(si, so, False)
             e = e or esc
             if a or b or e:
-                j = intern((a, b, e))
+                key = (a, b, e)
+                j = index.get(key)
+                if j is None:
+                    j = intern(key)
                 for cl in members:
                     row[cl] = j
-        rows.append(row)
+        rows.extend(row)
         i += 1
-    any_t = np.asarray(rows, dtype=np.int32).reshape(len(rows), nclasses)
+    any_t = np.frombuffer(array("i", rows), dtype=np.int32).reshape(len(order), nclasses).copy()
     # the 'accepted' automaton: the same subsets, inside configurations only
     local_ids: dict[frozenset[Local], int] = {}
     local_of = np.full(len(order), DEAD, dtype=np.int64)
@@ -216,13 +240,20 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
         if configs:
             local_of[j] = local_ids.setdefault(configs, len(local_ids))
     local_t = np.full((len(local_ids), nclasses), DEAD, dtype=np.int32)
-    for j in range(len(order)):
-        lj = int(local_of[j])
-        if lj < 0 or (horizon is not None and depth[j] >= horizon):
-            continue  # (subsets with equal inside configurations move alike; a cut one has no row)
-        tgt = any_t[j]
-        lt = np.where(tgt >= 0, local_of[np.where(tgt >= 0, tgt, 0)], DEAD)
-        local_t[lj] = lt.astype(np.int32)
+    # (subsets with equal inside configurations move alike; a cut one has no row): each
+    # local state takes the row of the last uncut subset of its configurations
+    depth_a = np.asarray(depth, dtype=np.int64)
+    has_row = local_of >= 0
+    if horizon is not None:
+        has_row &= depth_a < horizon
+    js = np.flatnonzero(has_row)
+    if js.size:
+        lj = local_of[js]
+        rev_lj = lj[::-1]
+        _, last_rev = np.unique(rev_lj, return_index=True)
+        pick = js[js.shape[0] - 1 - last_rev]
+        tgt = any_t[pick]
+        local_t[local_of[pick]] = np.where(tgt >= 0, local_of[np.where(tgt >= 0, tgt, 0)], DEAD).astype(np.int32)
     byte_class = pda.dfa.byte_class.copy()
     d_any = Dfa(any_t, byte_class, np.zeros(len(order), dtype=np.bool_))
     d_local = Dfa(local_t if local_t.size else np.full((1, nclasses), DEAD, dtype=np.int32), byte_class.copy(),
@@ -267,6 +298,8 @@ def align_pda(
     no_eos = TokenTable(table.flat, table.offsets, table.walkable, (), table.vocab_size)
     no_eos.__dict__["_slices"] = table.slices()
     no_eos.__dict__["_trie"] = table.trie()
+    no_eos.__dict__["_first_blocks"] = table.first_blocks()
+    no_eos.__dict__["_short_positions"] = table.short_positions()
     no_eos.__dict__["_class_tries"] = table.class_tries()
     masks: list[NDArray[np.uint8]] = []  # packed: the three automata give thousands on a large grammar
 
@@ -278,13 +311,13 @@ def align_pda(
         progress(0, 2)
     has_local = seed_local >= 0
     local_ids = align(d_local, no_eos, add_mask=collect, deadline=deadline,
-                      only=np.unique(seed_local[has_local])) if has_local.any() else None
+                      only=np.unique(seed_local[has_local]), free_order=True) if has_local.any() else None
     if progress is not None:
         progress(1, 2)
-    any_ids = align(d_any, no_eos, add_mask=collect, deadline=deadline, only=np.unique(seed_any))
+    any_ids = align(d_any, no_eos, add_mask=collect, deadline=deadline, only=np.unique(seed_any), free_order=True)
     has_flat = seed_flat >= 0
     flat_ids = align(d_flat, no_eos, add_mask=collect, deadline=deadline,
-                     only=np.unique(seed_flat[has_flat])) if has_flat.any() else None
+                     only=np.unique(seed_flat[has_flat]), free_order=True) if has_flat.any() else None
     if progress is not None:
         progress(2, 2)
     vocab = table.vocab_size

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = ["TokenTrie", "ClassTrie", "build_trie", "byte_class_trie", "class_trie", "walk_dense", "walk_sparse", "walk_loops",
-           "loop_region", "sink_table"]
+           "walk_shared", "first_node", "loop_region", "sink_table"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,29 +149,126 @@ def class_trie(trie: TokenTrie, node_class: NDArray[np.int64], num_classes: int)
     nodes = parent.shape[0]
     end = of_node[trie.end]
     tok_order = np.argsort(end, kind="stable").astype(np.int64)
+    roots = level[1] if len(level) > 1 else 0  # the first-level nodes (no parent)
     return ClassTrie(parent, np.concatenate(classes) if classes else empty, np.asarray(level, dtype=np.int64),
-                     np.searchsorted(parent, np.arange(nodes + 1, dtype=np.int64)).astype(np.int64), end, tok_order,
-                     np.searchsorted(end[tok_order], np.arange(nodes + 1, dtype=np.int64)).astype(np.int64))
+                     _starts(parent[roots:], nodes, roots), end, tok_order, _starts(end, nodes, 0))
+
+
+def _starts(keys: NDArray[np.int64], n: int, base: int) -> NDArray[np.int64]:
+    """``[n + 1]``: for each ``v`` in ``0..n``, ``base`` plus the number of ``keys`` (all in
+    ``0..n - 1``) below ``v``: where ``v`` starts once the keys are sorted after ``base``
+    entries that precede them all (``np.searchsorted`` of every value, by counting)."""
+    out = np.empty(n + 1, dtype=np.int64)
+    out[0] = base
+    np.cumsum(np.bincount(keys, minlength=n), out=out[1:])
+    out[1:] += base
+    return out
 
 
 def walk_dense(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int, dead: int,
                states: NDArray[np.int64]) -> NDArray[np.bool_]:
     """``[len(states), tokens]``: whether each token is allowed from each state (every node walked)."""
-    k = int(states.shape[0])
+    lo, hi = int(trie.level[0]), int(trie.level[1]) if trie.level.shape[0] > 1 else 0
+    first = flat_trans[states[None, :] * num_classes + trie.klass[lo:hi, None]]  # [first nodes, states]
+    return _walk_below(trie, flat_trans, num_classes, dead, first)
+
+
+def _walk_below(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int, dead: int,
+                first: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """``[k, tokens]``: whether each token is allowed when its first node leaves the walk in
+    ``first[node, j]`` (``dead`` for none), for ``k`` columns; every deeper node is walked."""
+    k = int(first.shape[1])
     nodes = int(trie.level[-1])
     # int32 arithmetic (half the memory traffic) whenever the flat indices fit; node-major
-    # layout, so the gather of a level's parents reads contiguous rows of the batch
+    # layout, so the gather of a level's parents reads contiguous rows of the batch. Each
+    # node holds its state's row offset (state * num_classes): one add and one gather a level.
     dt: type[np.signedinteger[Any]] = np.int32 if (dead + 1) * num_classes < 2**31 else np.int64
-    ft: NDArray[Any] = flat_trans.astype(dt, copy=False)
+    ft: NDArray[Any] = (flat_trans * num_classes).astype(dt, copy=False)
     klass: NDArray[Any] = trie.klass.astype(dt)
     st: NDArray[Any] = np.empty((nodes, k), dtype=dt)
-    width = dt(num_classes)
     lv = trie.level.tolist()
     for d in range(len(lv) - 1):
         lo, hi = lv[d], lv[d + 1]
-        prev: NDArray[Any] = states.astype(dt)[None, :] if d == 0 else st[trie.parent[lo:hi]]
-        st[lo:hi] = ft[prev * width + klass[lo:hi, None]]
-    out: NDArray[np.bool_] = (st[trie.end] != dead).T
+        if d == 0:
+            st[lo:hi] = first * num_classes
+            continue
+        idx: NDArray[Any] = st[trie.parent[lo:hi]]
+        idx += klass[lo:hi, None]
+        np.take(ft, idx, out=st[lo:hi], mode="clip")  # (indices are in range; clip avoids a buffer)
+    out: NDArray[np.bool_] = np.ascontiguousarray((st[trie.end] != dt(dead * num_classes)).T)
+    return out
+
+
+def first_node(trie: ClassTrie) -> NDArray[np.int64]:
+    """Per token: the first-level node its walk passes (its first byte's node)."""
+    anc = np.empty(trie.num_nodes, dtype=np.int64)
+    lv = trie.level.tolist()
+    for d in range(len(lv) - 1):
+        lo, hi = lv[d], lv[d + 1]
+        anc[lo:hi] = np.arange(lo, hi, dtype=np.int64) if d == 0 else anc[trie.parent[lo:hi]]
+    out: NDArray[np.int64] = anc[trie.end]
+    return out
+
+
+SPARSE_COST = 8  # the work of a sparse step (:func:`_expand`) in dense steps (:func:`_walk_below`), roughly
+
+
+def walk_shared(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int, dead: int,
+                states: NDArray[np.int64], tok_first: NDArray[np.int64], blocks: NDArray[np.int64],
+                max_walks: int) -> NDArray[np.bool_] | None:
+    """As :func:`walk_dense`, walking the trie below its first level once per column of
+    distinct successors rather than once per state; None if that takes more than
+    ``max_walks`` walks.
+
+    A token's fate depends only on the state its first byte leads to. For each first node,
+    the distinct states it leads to (from any of ``states``) take one column each; a walk
+    per column covers them all, and each state reads, first node by first node, the column
+    of its successor. The successors of first nodes that have many (columns past the
+    cheapest count) are followed from their first node alone instead. Wide states that
+    spell literals inside a looping string (declared keys) lead almost everywhere to the
+    loop, so a few columns serve many states.
+    ``tok_first`` is :func:`first_node`; the tokens are grouped by first byte, group ``b``
+    being ``blocks[b]:blocks[b + 1]``.
+    """
+    lo, hi = int(trie.level[0]), int(trie.level[1]) if trie.level.shape[0] > 1 else 0
+    k = int(states.shape[0])
+    below = flat_trans[states[None, :] * num_classes + trie.klass[lo:hi, None]]  # [first nodes, k]
+    node, col = np.nonzero(below != dead)
+    key = node * (dead + 1) + below[node, col]
+    pairs, inv = np.unique(key, return_inverse=True)
+    pair_node = pairs // (dead + 1)
+    rank = np.arange(pairs.shape[0], dtype=np.int64) - np.searchsorted(pair_node, pair_node)
+    # The successors of a first node past the first ``walks`` are followed alone, under it
+    # (sparse steps cost several dense ones): as many walks as minimize the estimated work.
+    under = np.bincount(tok_first - lo, minlength=hi - lo)[pair_node]  # tokens below each pair
+    alone = np.zeros(int(rank.max()) + 2 if rank.size else 1)  # tokens left alone with ``i`` walks
+    if rank.size:
+        alone[:-1] = np.bincount(rank, weights=under)[::-1].cumsum()[::-1]
+    cost = np.arange(alone.shape[0]) * trie.num_nodes + SPARSE_COST * alone
+    walks = int(np.argmin(cost)) if rank.size else 0
+    if walks > max_walks:
+        return None
+    shared = rank < walks
+    first = np.full((hi - lo, walks), dead, dtype=np.int64)
+    first[pair_node[shared], rank[shared]] = pairs[shared] % (dead + 1)
+    pair_of = np.asarray(inv, dtype=np.int64).reshape(-1)
+    which = np.full((hi - lo, k), walks, dtype=np.int64)  # the walk each (first node, state) reads
+    on_walk = shared[pair_of]
+    which[node[on_walk], col[on_walk]] = rank[pair_of[on_walk]]
+    ok = np.zeros((walks + 1, trie.num_tokens), dtype=np.bool_)  # the last row: nothing allowed
+    if walks:
+        ok[:walks] = _walk_below(trie, flat_trans, num_classes, dead, first)
+    out = np.empty((k, trie.num_tokens), dtype=np.bool_)
+    bl = blocks.tolist()
+    for b in range(len(bl) - 1):
+        a, e = bl[b], bl[b + 1]
+        if a < e:
+            out[:, a:e] = ok[which[int(tok_first[a]) - lo], a:e]
+    if not bool(on_walk.all()):
+        rest = ~on_walk
+        for j, got in enumerate(_expand(trie, flat_trans, num_classes, dead, col[rest].astype(np.int64),
+                                        node[rest].astype(np.int64) + lo, below[node[rest], col[rest]], k)):
+            out[j, got] = True
     return out
 
 

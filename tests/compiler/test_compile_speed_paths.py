@@ -15,7 +15,8 @@ from maskc.compiler.ir import Alt, ByteSet, Product, Repeat, Seq
 from maskc.compiler.minimize import canonical, minimize
 from maskc.compiler.nfa import lower
 from maskc.compiler.product import operand_dfa
-from maskc.compiler.trie import (build_trie, byte_class_trie, class_trie, loop_region, sink_table, walk_dense, walk_loops,
+from maskc.compiler.trie import (build_trie, byte_class_trie, class_trie, first_node, loop_region, sink_table, walk_dense,
+                                 walk_loops, walk_shared,
                                  walk_sparse)
 
 
@@ -60,6 +61,35 @@ def test_trie_walks_match_a_byte_by_byte_walk(seed: int) -> None:
         for s in range(d.num_states):
             assert sparse[s].tolist() == np.flatnonzero(want[s]).tolist()
         assert np.array_equal(walk_dense(labelled, flat, d.num_classes, d.num_states, states), want)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_shared_walks_match_the_dense_walk(seed: int) -> None:
+    """One walk per distinct successor of a first byte gives every state's row, whatever the
+    number of walks allowed (the rest are followed alone), on states that mostly share a
+    successor (a looping string state with literal exits) and on unrelated ones."""
+    rng = random.Random(seed)
+    d = _random_dfa(rng, states=rng.randint(2, 12), classes=rng.randint(2, 6), fill=rng.choice([0.5, 1.0]))
+    if seed % 2:  # many states whose byte steps mostly lead to one state, as keys inside a string do
+        trans = np.array(d.trans)
+        trans[:, :-1] = 0
+        d = Dfa(trans, d.byte_class, d.accepting)
+    alphabet = bytes(rng.sample(range(256), 12))
+    tokens = sorted(_random_tokens(rng, 300, alphabet, 6), key=lambda t: t[0])  # grouped by first byte
+    trie = class_trie(_trie_of(tokens), d.byte_class.astype(np.int64)[_trie_of(tokens).byte], d.num_classes)
+    firsts = np.frombuffer(bytes(t[0] for t in tokens), dtype=np.uint8)
+    blocks = np.searchsorted(firsts, np.arange(257), side="left").astype(np.int64)
+    flat = sink_table(d.trans)
+    states = np.arange(d.num_states, dtype=np.int64)
+    want = np.asarray([[d.walk(s, t) >= 0 for t in tokens] for s in range(d.num_states)])
+    assert np.array_equal(walk_dense(trie, flat, d.num_classes, d.num_states, states), want)
+    walks = 0
+    for max_walks in (0, 1, 3, 1 << 20):
+        got = walk_shared(trie, flat, d.num_classes, d.num_states, states, first_node(trie), blocks, max_walks)
+        if got is not None:
+            walks += 1
+            assert np.array_equal(got, want), max_walks
+    assert walks  # an unbounded number of walks always answers
 
 
 @pytest.mark.parametrize("seed", range(6))
