@@ -345,7 +345,7 @@ class Artifact:
         if small:  # ids may repeat across links: each occurrence flips its bit once
             ids = small[0] if len(small) == 1 else np.concatenate(small)
             if ids.shape[0] <= _SCALAR_FLIPS:  # a few flips: word stores beat a scatter's fixed cost
-                words = memoryview(row)
+                words = row.data  # a writable memoryview of the fresh row
                 for i in ids.tolist():
                     w = i >> 5
                     words[w] = words[w] ^ 1 << (i & 31)
