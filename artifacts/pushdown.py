@@ -27,7 +27,7 @@ Error policy, as :class:`~maskc.artifacts.matcher.Matcher`: never raises on mode
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -178,7 +178,7 @@ class _FastWalk(_Walk):
 
     __slots__ = ("kinds", "needs")
 
-    def __init__(self, rt: PushdownRuntime, config: Config, kinds: list[int], needs: list[int]) -> None:
+    def __init__(self, rt: PushdownRuntime, config: Config, kinds: Sequence[int], needs: Sequence[int]) -> None:
         super().__init__(rt, config)
         self.kinds = kinds
         self.needs = needs
@@ -197,11 +197,60 @@ class _FastWalk(_Walk):
             kind = self.kinds[q]
             if not kind or (kind == _ACCEPTS and not self.has_below(st)):
                 return stacks
-        return super().close(stacks)
+        return self._close_all(stacks)
+
+    def _close_all(self, stacks: Iterable[Derived]) -> list[Derived]:
+        """:meth:`_Walk.close` with the frame reads and depth checks inlined (same order, same
+        records)."""
+        rt = self.rt
+        config, reach, los, his = self.config, self.reach, self.lo, self.hi
+        kinds, needs, calls_of, starts = self.kinds, self.needs, rt.calls, rt.starts
+        max_depth = rt.max_depth
+        seen: set[Derived] = set()
+        out: list[Derived] = []
+        work = list(stacks)
+        while work:
+            st = work.pop()
+            if st in seen:
+                continue
+            seen.add(st)
+            out.append(st)
+            i, c, pushed = st
+            s = config[i]
+            if pushed:
+                q = pushed[-1]
+            else:
+                d = c + 1
+                if d > reach[i]:
+                    reach[i] = d
+                q = s[-d]  # a derived stack is never empty
+            kind = kinds[q]
+            if kind == _CALLS:
+                room = max_depth - len(s)
+                size = len(pushed) - c
+                base = (c, pushed[:-1]) if pushed else (c + 1, ())
+                for rule, ret in calls_of[q]:
+                    s0 = starts[rule]
+                    rel = size + needs[ret]
+                    if room >= rel:
+                        if rel > los[i]:
+                            los[i] = rel
+                        rel = size + 1 + needs[s0]
+                        if room >= rel:
+                            if rel > los[i]:
+                                los[i] = rel
+                            work.append((i, base[0], base[1] + (ret, s0)))
+                        elif rel < his[i]:
+                            his[i] = rel
+                    elif rel < his[i]:
+                        his[i] = rel
+            if (kind == _ACCEPTS or (kind == _CALLS and rt.accepting[q])) and self.has_below(st):
+                work.append((i, c, pushed[:-1]) if pushed else (i, c + 1, ()))
+        return out
 
     def step(self, stacks: list[Derived], byte: int) -> list[Derived]:
         if len(stacks) != 1:
-            return super().step(stacks, byte)
+            return self._step_all(stacks, byte)
         rt = self.rt
         i, c, pushed = stacks[0]
         if pushed:
@@ -211,7 +260,7 @@ class _FastWalk(_Walk):
             if d > self.reach[i]:
                 self.reach[i] = d
             q = self.config[i][-d]
-        q2 = rt.trans[q][rt.byte_class[byte]]
+        q2 = rt._table.item(q, rt.byte_class[byte])  # no row conversion for a state met once
         if q2 < 0:
             return []
         rel = len(pushed) - c + self.needs[q2]
@@ -222,6 +271,35 @@ class _FastWalk(_Walk):
         if rel < self.hi[i]:
             self.hi[i] = rel
         return []
+
+    def _step_all(self, stacks: list[Derived], byte: int) -> list[Derived]:
+        """:meth:`_Walk.step` with the frame reads and depth checks inlined."""
+        rt = self.rt
+        config, reach, los, his, needs = self.config, self.reach, self.lo, self.hi, self.needs
+        item = rt._table.item
+        cls = rt.byte_class[byte]
+        max_depth = rt.max_depth
+        out: list[Derived] = []
+        for i, c, pushed in stacks:
+            s = config[i]
+            if pushed:
+                q = pushed[-1]
+            else:
+                d = c + 1
+                if d > reach[i]:
+                    reach[i] = d
+                q = s[-d]
+            q2 = item(q, cls)
+            if q2 < 0:
+                continue
+            rel = len(pushed) - c + needs[q2]
+            if max_depth - len(s) >= rel:
+                if rel > los[i]:
+                    los[i] = rel
+                out.append((i, c, pushed[:-1] + (q2,)) if pushed else (i, c + 1, (q2,)))
+            elif rel < his[i]:
+                his[i] = rel
+        return list(dict.fromkeys(out))
 
 
 def _reachable_need(trans: NDArray[np.int32], need: NDArray[np.int32]) -> NDArray[np.int64]:
@@ -245,6 +323,20 @@ def _reachable_need(trans: NDArray[np.int32], need: NDArray[np.int32]) -> NDArra
         if np.array_equal(new, out):
             return out
         out = new
+
+
+_BIT = np.arange(8, dtype=np.uint8)
+
+
+def _set_bits(row: NDArray[np.int32], vocab_size: int) -> NDArray[np.int64]:
+    """``np.flatnonzero(unpack_bool(row, vocab_size))``, looking at the nonzero bytes only."""
+    octets = np.ascontiguousarray(row).view(np.uint8)
+    at = np.flatnonzero(octets)
+    if not at.size:
+        return at
+    on = ((octets[at, None] >> _BIT) & 1).astype(np.bool_)
+    ids = (at[:, None] * 8 + _BIT)[on]
+    return ids[ids < vocab_size] if ids[-1] >= vocab_size else ids
 
 
 class _Rows(dict[int, Any]):
@@ -323,9 +415,9 @@ class PushdownRuntime:
         self._flat_steps: dict[tuple[int, int], tuple[int, int, bool] | None] = {}
         self._table = pda.dfa.trans
         self._class_of = bytes(self.byte_class)  # bytes.translate: byte -> its class
-        self._kinds: list[int] | None = None
-        self._needs: list[int] | None = None
-        self._no_uncertain: list[bool] | None = None
+        self._kinds: Sequence[int] | None = None
+        self._needs: Sequence[int] | None = None
+        self._no_uncertain: Sequence[int] | None = None
 
     @property
     def flat_need(self) -> list[int]:
@@ -404,7 +496,7 @@ class PushdownRuntime:
             if int(masks.kinds[m]) == KIND_ALLOW:
                 got = masks.data[int(masks.offsets[m]) : int(masks.offsets[m + 1])].astype(np.int64)
             else:
-                got = np.flatnonzero(unpack_bool(self.art.mask_row_of(m), self.art.vocab_size))
+                got = _set_bits(self.art.mask_row_of(m), self.art.vocab_size)
             if len(self._ids) >= MEMO_LIMIT:
                 self._ids.clear()
             self._ids[m] = got
@@ -490,10 +582,13 @@ class PushdownRuntime:
             if cand.size > 1:
                 cand = cand[np.concatenate(([True], cand[1:] != cand[:-1]))]
             cand = cand[((row[cand >> 5] >> (cand & 31).astype(np.uint32)) & 1) == 0]
-            after: dict[bytes, list[Derived]] = {}  # stacks after a prefix: candidates share them
-            for t in cand.tolist():
-                if w.run_from(closed, self.tokens[t], after):
-                    row[t >> 5] |= np.uint32(1 << (t & 31))
+            if self.fast:
+                self._run_candidates(w, len(config), cand.tolist(), row)
+            else:
+                after: dict[bytes, list[Derived]] = {}  # stacks after a prefix: candidates share them
+                for t in cand.tolist():
+                    if w.run_from(closed, self.tokens[t], after):
+                        row[t >> 5] |= np.uint32(1 << (t & 31))
         if can_end:
             for word, bit in self._eos_bits:
                 row[word] |= np.uint32(bit)
@@ -501,6 +596,47 @@ class PushdownRuntime:
         result[0].setflags(write=False)
         self._store(self._mask_memo, config, None, j, w, result)
         return result
+
+    def _run_candidates(self, w: _Walk, n: int, cand: list[int], row: NDArray[np.uint32]) -> None:
+        """Set the bit of each token of ``cand`` whose bytes survive from the ``n`` stacks of
+        ``w``'s configuration. The walks share their steps: the stacks reached so far (unclosed)
+        and a byte class determine the stacks after it, whatever bytes led there, so each
+        distinct (stacks, class) pair is closed and stepped once, the same closes and steps the
+        candidates' own walks would take (hence the same reads recorded). Stacks are numbered as
+        met; a candidate then costs a lookup per byte."""
+        states: list[tuple[Derived, ...]] = [tuple((i, 0, ()) for i in range(n))]
+        moves: list[dict[int, int]] = [{}]  # per numbered stacks: class -> next number, -1 dead
+        number: dict[tuple[Derived, ...], int] = {states[0]: 0}
+        closed_of: dict[int, list[Derived]] = {}
+        class_of = self._class_of
+        tokens = self.tokens
+        bits: dict[int, int] = {}  # word -> bits of the surviving tokens (one numpy write at the end)
+        for t in cand:
+            k = 0
+            for c in tokens[t].translate(class_of):
+                move = moves[k]
+                got = move.get(c)
+                if got is None:
+                    closed = closed_of.get(k)
+                    if closed is None:
+                        closed = closed_of[k] = w.close(list(states[k]))
+                    after = tuple(w.step(closed, class_of.index(c)))  # any byte of the class
+                    if not after:
+                        got = -1
+                    else:
+                        got = number.get(after)
+                        if got is None:
+                            got = number[after] = len(states)
+                            states.append(after)
+                            moves.append({})
+                    move[c] = got
+                if got < 0:
+                    break
+                k = got
+            else:
+                bits[t >> 5] = bits.get(t >> 5, 0) | 1 << (t & 31)
+        if bits:
+            row[list(bits)] |= np.array(list(bits.values()), dtype=np.uint32)
 
     # -- steps ----------------------------------------------------------------------------------
 
@@ -567,20 +703,24 @@ class PushdownRuntime:
 
     def _build_kinds(self) -> None:
         """Per state: 0 plain, ``_ACCEPTS`` (accepting, no call) or ``_CALLS``; and the needs, as
-        lists (one pass over per-state vectors, nothing per transition)."""
+        byte strings where the values fit (indexing gives ints, as a list would, and building
+        one is a copy, not a conversion per state), else lists."""
         pda = self.art.pda
         assert pda is not None  # a runtime exists only for a pushdown artifact
-        kinds = np.where(np.diff(pda.call_offsets) > 0, _CALLS, np.where(pda.dfa.accepting, _ACCEPTS, 0))
-        self._kinds = kinds.tolist()
-        self._needs = pda.need.tolist()
+        offsets = pda.call_offsets
+        kinds = pda.dfa.accepting.astype(bool).astype(np.uint8)  # _ACCEPTS == 1
+        kinds[offsets[1:] != offsets[:-1]] = _CALLS
+        self._kinds = kinds.tobytes()
+        need = pda.need
+        self._needs = need.astype(np.uint8).tobytes() if not need.size or 0 <= need.min() <= need.max() < 256 else (
+            need.tolist())
         # states whose uncertain mask is an empty allow list (others are looked at one by one)
         masks = self.art.masks
         if self.uncertain.shape[0] == kinds.shape[0] and masks.num_masks:
-            unc = self.uncertain.astype(np.int64)
-            empty = (masks.kinds[unc] == KIND_ALLOW) & (masks.offsets[unc + 1] == masks.offsets[unc])
-            self._no_uncertain = empty.tolist()
+            empty = (masks.kinds == KIND_ALLOW) & (masks.offsets[1:] == masks.offsets[:-1])  # per mask
+            self._no_uncertain = empty[self.uncertain].astype(np.uint8).tobytes()
         else:
-            self._no_uncertain = [False] * kinds.shape[0]
+            self._no_uncertain = bytes(kinds.shape[0])
 
     def _walk(self, config: Config) -> _Walk:
         """A walk over ``config``: the inlined one, or the general one for the reference."""

@@ -19,18 +19,13 @@ from maskc.compiler.ir import Grammar
 from maskc.compiler.options import CompileOptions
 from maskc.compiler.pipeline import compile_grammar
 from maskc.compiler.vocab import Vocabulary
-from tests.compiler.test_pushdown import AMB_IR, ARR_IR, MUT_IR, OBJ_IR, TOKENS
+from tests.compiler.test_pushdown import AMB_IR, ARR_IR, MUT_IR, OBJ_IR
 
 GRAMMARS = {"arrays": ARR_IR, "objects": OBJ_IR, "mutual": MUT_IR, "ambiguous": AMB_IR}
 SCHEMA = {"$defs": {"node": {"type": "object", "properties": {"a": {"type": "integer"},
                                                               "b": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
                              "required": ["a"]}},
           "$ref": "#/$defs/node"}  # spelled by the toy vocabulary
-
-
-@pytest.fixture(scope="module")
-def pda_vocab() -> Vocabulary:
-    return Vocabulary.from_tokens(TOKENS, eos="<eos>", name="pda-toy", vocab_size=len(TOKENS) + 3)
 
 
 def _loaded(grammar: Grammar, vocab: Vocabulary, max_depth: int) -> Artifact:

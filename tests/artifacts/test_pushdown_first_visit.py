@@ -11,26 +11,15 @@ import numpy as np
 import pytest
 
 from maskc.artifacts.artifact import Artifact
-from maskc.artifacts.pushdown import Config, PushdownRuntime, _FastWalk, _Walk
-from maskc.compiler.ir import Grammar
-from maskc.compiler.options import CompileOptions
-from maskc.compiler.pipeline import compile_grammar
+from maskc.artifacts.pushdown import Config, PushdownRuntime, _FastWalk, _set_bits, _Walk
+from maskc.compiler.maskstore import unpack_bool
 from maskc.compiler.vocab import Vocabulary
-from tests.compiler.test_pushdown import AMB_IR, ARR_IR, MUT_IR, OBJ_IR, TOKENS
+from tests.artifacts.test_pushdown_fast import _loaded
+from tests.compiler.test_pushdown import AMB_IR, ARR_IR, MUT_IR, OBJ_IR
 
 GRAMMARS = {"arrays": ARR_IR, "objects": OBJ_IR, "mutual": MUT_IR, "ambiguous": AMB_IR}
 
 
-@pytest.fixture(scope="module")
-def pda_vocab() -> Vocabulary:
-    return Vocabulary.from_tokens(TOKENS, eos="<eos>", name="pda-toy", vocab_size=len(TOKENS) + 3)
-
-
-def _loaded(grammar: Grammar, vocab: Vocabulary, max_depth: int) -> Artifact:
-    g = compile_grammar("test", repr(grammar), grammar, vocab, CompileOptions(max_depth=max_depth))
-    art = Artifact.from_bytes(Artifact.from_compiled(g, vocab).to_bytes())
-    art.tokenizer = vocab
-    return art
 
 
 def _record(w: _Walk) -> tuple[list[int], list[int], list[int]]:
@@ -106,3 +95,41 @@ def test_first_answers_equal_the_reference(name: str, pda_vocab: Vocabulary) -> 
         assert not row.flags.writeable
         for t, data in tokens:
             assert PushdownRuntime(art).advance(config, data, t) == ref.advance(config, data, t), (config, data)
+
+
+def _memo_rows(memo: dict[object, list[tuple[object, object, object]]]) -> dict[object, list[tuple[object, object, object]]]:
+    """A mask memo with its rows' values made comparable (bitmask rows as bytes)."""
+    out = {}
+    for key, rows in memo.items():
+        out[key] = [(lo, hi, v if not isinstance(v, tuple) else (v[0].tobytes(), v[1])) for lo, hi, v in rows]
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+@pytest.mark.parametrize("max_depth", [2, 3, 6])
+def test_first_masks_record_what_the_reference_records(name: str, max_depth: int, pda_vocab: Vocabulary) -> None:
+    """A computed mask walks its candidates together (stacks shared between candidates): it
+    leaves the same memo entries (reach and headroom) as the reference's walk of each one."""
+    art = _loaded(GRAMMARS[name], pda_vocab, max_depth)
+    computed = 0
+    for config in _configs(art, seed=max_depth + 11, walks=4, steps=30):
+        fast, ref = PushdownRuntime(art), PushdownRuntime(art, fast=False)
+        fast._build_kinds()
+        row, end = fast._mask(config)  # the full computation, whatever the top
+        want_row, want_end = ref._mask(config)
+        assert end == want_end and np.array_equal(row, want_row), config
+        assert _memo_rows(fast._mask_memo) == _memo_rows(ref._mask_memo), config
+        computed += 1
+    assert computed
+
+
+@pytest.mark.parametrize("vocab_size", [1, 7, 32, 33, 100, 1000, 4099])
+def test_set_bits_equals_unpacking(vocab_size: int) -> None:
+    rng = np.random.default_rng(vocab_size)
+    words = (vocab_size + 31) // 32
+    for density in (0.0, 0.001, 0.05, 0.5, 1.0):
+        bits = rng.random(words * 32) < density
+        row = np.packbits(bits, bitorder="little").view(np.int32)
+        got = _set_bits(row, vocab_size)
+        want = np.flatnonzero(unpack_bool(row, vocab_size))
+        assert got.dtype == want.dtype and np.array_equal(got, want), (vocab_size, density)
