@@ -137,11 +137,13 @@ def class_trie(trie: TokenTrie, node_class: NDArray[np.int64], num_classes: int)
     lv = trie.level.tolist()
     for d in range(len(lv) - 1):
         lo, hi = lv[d], lv[d + 1]
-        pc = np.full(hi - lo, -1, dtype=np.int64) if d == 0 else of_node[trie.parent[lo:hi]]
-        key = (pc + 1) * num_classes + node_class[lo:hi]
-        uniq, inv = np.unique(key, return_inverse=True)
-        of_node[lo:hi] = level[-1] + np.asarray(inv, dtype=np.int64).reshape(-1)
-        parents.append(uniq // num_classes - 1)
+        # parents numbered from the previous merged level's start (the root: -1)
+        pbase = -1 if d == 0 else level[-2]
+        pc = np.zeros(hi - lo, dtype=np.int64) if d == 0 else of_node[trie.parent[lo:hi]] - pbase
+        key = pc * num_classes + node_class[lo:hi]
+        uniq, inv = _unique_inverse(key, (level[-1] - pbase) * num_classes)
+        of_node[lo:hi] = level[-1] + inv
+        parents.append(uniq // num_classes + pbase)
         classes.append(uniq % num_classes)
         level.append(level[-1] + int(uniq.shape[0]))
     empty = np.zeros(0, dtype=np.int64)
@@ -152,6 +154,19 @@ def class_trie(trie: TokenTrie, node_class: NDArray[np.int64], num_classes: int)
     roots = level[1] if len(level) > 1 else 0  # the first-level nodes (no parent)
     return ClassTrie(parent, np.concatenate(classes) if classes else empty, np.asarray(level, dtype=np.int64),
                      _starts(parent[roots:], nodes, roots), end, tok_order, _starts(end, nodes, 0))
+
+
+def _unique_inverse(key: NDArray[np.int64], bound: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """``np.unique(key, return_inverse=True)`` for keys in ``0..bound - 1``: by marking a
+    table of ``bound`` entries when that is not much longer than ``key`` (no sort)."""
+    if bound <= 16 * key.shape[0] + 4096:
+        seen = np.zeros(bound, dtype=np.bool_)
+        seen[key] = True
+        rank = np.cumsum(seen, dtype=np.int64)
+        rank -= 1
+        return np.flatnonzero(seen), rank[key]
+    uniq, inv = np.unique(key, return_inverse=True)
+    return uniq, np.asarray(inv, dtype=np.int64).reshape(-1)
 
 
 def _starts(keys: NDArray[np.int64], n: int, base: int) -> NDArray[np.int64]:
@@ -274,7 +289,8 @@ def walk_shared(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int
 
 def walk_sparse(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int, dead: int,
                 states: NDArray[np.int64]) -> list[NDArray[np.int64]]:
-    """Per state of ``states``: the sorted indices of the allowed tokens (live pairs only)."""
+    """Per state of ``states``: the indices of the allowed tokens, in no particular order
+    (live pairs only)."""
     lo, hi = int(trie.level[0]), int(trie.level[1]) if trie.level.shape[0] > 1 else 0
     first = flat_trans[states[:, None] * num_classes + trie.klass[None, lo:hi]]
     owner, col = np.nonzero(first != dead)
@@ -299,7 +315,7 @@ def loop_region(trie: ClassTrie, loops: NDArray[np.bool_]) -> tuple[NDArray[np.i
 
 def walk_loops(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int, dead: int,
                states: NDArray[np.int64], region: tuple[NDArray[np.int64], NDArray[np.int64]]) -> list[NDArray[np.int64]]:
-    """As :func:`walk_sparse` (tokens in no particular order), for states that all loop to
+    """As :func:`walk_sparse`, for states that all loop to
     themselves on the classes of ``region`` (:func:`loop_region`).
 
     Inside the region each walk stays in its own state, so its tokens are allowed; a walk
@@ -315,7 +331,8 @@ def walk_loops(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int,
 
 def _expand(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int, dead: int, owner: NDArray[np.int64],
             node: NDArray[np.int64], state: NDArray[np.int64], k: int) -> list[NDArray[np.int64]]:
-    """Follow live (owner, node, state) triples down the trie: per owner, the sorted tokens reached alive."""
+    """Follow live (owner, node, state) triples down the trie: per owner, the tokens reached
+    alive (in no particular order)."""
     got_o: list[NDArray[np.int64]] = []
     got_n: list[NDArray[np.int64]] = []
     cs = trie.child_start
@@ -342,7 +359,7 @@ def _expand(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int, de
     total = int(cnt.sum())
     tok = trie.tok_order[np.repeat(t0 - (np.cumsum(cnt) - cnt), cnt) + np.arange(total, dtype=np.int64)]
     owner = np.repeat(owner, cnt)
-    key = np.sort(owner * trie.num_tokens + tok)
-    bounds = np.searchsorted(key, np.arange(k + 1, dtype=np.int64) * trie.num_tokens)
-    toks = key - np.repeat(np.arange(k, dtype=np.int64) * trie.num_tokens, np.diff(bounds))
+    # grouped by owner only (a stable radix sort on small keys), not sorted within a group
+    toks = tok[np.argsort(owner.astype(np.int16) if k <= 2**15 else owner, kind="stable")]
+    bounds = _starts(owner, k, 0).tolist()
     return [toks[bounds[j] : bounds[j + 1]] for j in range(k)]
