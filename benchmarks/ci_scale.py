@@ -91,8 +91,11 @@ def main() -> int:
         return 1
     results: list[dict[str, Any]] = doc["results"]
     ok = [r for r in results if r["ok"]]
-    errors = Counter(str((r.get("error") or {}).get("code") if isinstance(r.get("error"), dict) else r.get("error"))
-                     for r in results if not r["ok"])
+    def reason(r: dict[str, Any]) -> str:
+        err = r.get("error")
+        return str(err.get("type")) if isinstance(err, dict) else str(err)
+
+    errors = Counter(reason(r) for r in results if not r["ok"])
     ms = np.array([r["compile_ms"] for r in ok] or [0.0])
     estimate = fixed + max(0.0, wall - fixed) * len(pool) / len(picked)
     report = {
@@ -102,6 +105,8 @@ def main() -> int:
         "compile_ms": {"p50": float(np.percentile(ms, 50)), "p90": float(np.percentile(ms, 90)),
                        "max": float(ms.max())},
         "estimated_slice_wall_s": estimate, "exit_code": proc.returncode,
+        "results": [{"path": Path(r["path"]).name, "tokenizer_sha256": r.get("tokenizer_sha256"), "ok": r["ok"],
+                     "compile_ms": r.get("compile_ms"), "error": None if r["ok"] else reason(r)} for r in results],
     }
     print(f"{len(picked)} of {len(pool)} schemas x {len(tokenizers)} tokenizers, --jobs {args.jobs}, "
           f"{args.semantics} semantics: {len(ok)}/{len(results)} compiled in {wall:.1f} s (exit {proc.returncode})")
