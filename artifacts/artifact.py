@@ -244,11 +244,6 @@ class Artifact:
         return self.masks.num_masks
 
     @cached_property
-    def byte_classes(self) -> list[int]:
-        """``dfa.byte_class`` as a list (a matcher's token walk indexes it per byte)."""
-        return [int(c) for c in self.dfa.byte_class.tolist()]
-
-    @cached_property
     def nbytes(self) -> int:
         return sum(int(np.asarray(t).nbytes) for t in self.tensors.values())
 

@@ -280,8 +280,6 @@ class Matcher:
         self._step_cache: dict[tuple[int, int], int] = artifact._step_cache
         self._state_rows: dict[int, NDArray[np.int32]] = artifact._state_rows
         self._plans = artifact._plans
-        self._item = artifact.dfa.trans.item
-        self._classes: list[int] = artifact.byte_classes
 
     def __repr__(self) -> str:
         s = self._stack[-1]
@@ -331,12 +329,7 @@ class Matcher:
         elif token_id >= len(self._tokens) or token_id in self._special or not self._tokens[token_id]:
             nxt = -1
         else:
-            item, classes = self._item, self._classes  # Python ints throughout: no numpy scalars per byte
-            nxt = state
-            for b in self._tokens[token_id]:
-                nxt = item(nxt, classes[b])
-                if nxt < 0:
-                    break
+            nxt = self.artifact.dfa.walk(state, self._tokens[token_id])
         self._step_cache[(state, token_id)] = nxt
         return nxt
 

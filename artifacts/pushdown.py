@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 
 from maskc.artifacts.matcher import (attached_vocab, bitmask_rows, check_rollback, check_token_id, grammar_tag,
                                      string_bytes, whole_chars, zero_row)
-from maskc.compiler.maskstore import KIND_ALLOW, bitmask_words, unpack_bool
+from maskc.compiler.maskstore import KIND_ALLOW, bitmask_words
 
 if TYPE_CHECKING:
     from maskc.artifacts.artifact import Artifact
@@ -44,8 +44,8 @@ __all__ = ["PushdownMatcher", "PushdownRuntime", "Stack", "Config"]
 
 Stack = tuple[int, ...]
 Config = tuple[Stack, ...]
-Derived = tuple[int, int, Stack]
-_Answer = tuple["NDArray[np.int32]", bool]  # a bitmask row and whether the output may end  # (index of the original stack, frames consumed from its top, frames pushed)
+Derived = tuple[int, int, Stack]  # (index of the original stack, frames consumed from its top, frames pushed)
+_Answer = tuple["NDArray[np.int32]", bool]  # a bitmask row and whether the output may end
 _DEEPER = object()
 MEMO_LIMIT = 8192
 FORCED_LIMIT = 256
@@ -249,31 +249,8 @@ class _FastWalk(_Walk):
         return out
 
     def step(self, stacks: list[Derived], byte: int) -> list[Derived]:
-        if len(stacks) != 1:
-            return self._step_all(stacks, byte)
-        rt = self.rt
-        i, c, pushed = stacks[0]
-        if pushed:
-            q = pushed[-1]
-        else:
-            d = c + 1
-            if d > self.reach[i]:
-                self.reach[i] = d
-            q = self.config[i][-d]
-        q2 = rt._table.item(q, rt.byte_class[byte])  # no row conversion for a state met once
-        if q2 < 0:
-            return []
-        rel = len(pushed) - c + self.needs[q2]
-        if rt.max_depth - len(self.config[i]) >= rel:
-            if rel > self.lo[i]:
-                self.lo[i] = rel
-            return [(i, c, pushed[:-1] + (q2,)) if pushed else (i, c + 1, (q2,))]
-        if rel < self.hi[i]:
-            self.hi[i] = rel
-        return []
-
-    def _step_all(self, stacks: list[Derived], byte: int) -> list[Derived]:
-        """:meth:`_Walk.step` with the frame reads and depth checks inlined."""
+        """:meth:`_Walk.step` with the frame reads and depth checks inlined (one stack needs no
+        deduplication)."""
         rt = self.rt
         config, reach, los, his, needs = self.config, self.reach, self.lo, self.hi, self.needs
         item = rt._table.item
@@ -299,7 +276,7 @@ class _FastWalk(_Walk):
                 out.append((i, c, pushed[:-1] + (q2,)) if pushed else (i, c + 1, (q2,)))
             elif rel < his[i]:
                 his[i] = rel
-        return list(dict.fromkeys(out))
+        return out if len(out) < 2 else list(dict.fromkeys(out))
 
 
 def _reachable_need(trans: NDArray[np.int32], need: NDArray[np.int32]) -> NDArray[np.int64]:
@@ -390,9 +367,8 @@ class PushdownRuntime:
         # Precomputed masks hold while a token's inline calls cannot meet the depth bound.
         self.fast_headroom = art.inline_depth + max_need + 1
         self.tokens = vocab.token_bytes
-        self.eos = np.asarray(art.eos_token_ids, dtype=np.int64)
         # (word, bit) of each EOS id: set one by one (a scatter costs more for so few)
-        self._eos_bits = [(e >> 5, 1 << (e & 31)) for e in self.eos.tolist()]
+        self._eos_bits = [(e >> 5, 1 << (e & 31)) for e in art.eos_token_ids]
         self.words = bitmask_words(art.vocab_size)
         self.uncertain = art.uncertain_mask if art.uncertain_mask is not None else np.zeros(0, dtype=np.int32)
         self.flat = art.flat_mask if art.flat_mask is not None else self.uncertain
@@ -873,8 +849,7 @@ class PushdownMatcher:
         c = self._history[-1]
         if not c:
             return np.zeros(0, dtype=np.int64)
-        row = self._rt.mask(c)[0]
-        return np.flatnonzero(unpack_bool(row, self.artifact.vocab_size))
+        return _set_bits(self._rt.mask(c)[0], self.artifact.vocab_size)
 
     def current_row(self) -> NDArray[np.int32]:
         """The read-only int32 bitmask row of the current configuration (zero once terminated)."""

@@ -64,9 +64,9 @@ class Dfa:
 
     def walk(self, state: int, data: bytes) -> int:
         """The state after all of ``data``, or -1 as soon as a byte is rejected."""
-        trans, bc = self.trans, self.byte_class
+        step, klass = self.trans.item, self.byte_class.item  # Python ints: no numpy scalar per byte
         for b in data:
-            state = int(trans[state, bc[b]])
+            state = step(state, klass(b))
             if state < 0:
                 return DEAD
         return state
