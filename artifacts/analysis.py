@@ -170,6 +170,7 @@ def eos_reachability(artifact: Artifact, vocab: Vocabulary, *, max_work: int = 5
     if artifact.pda is not None:
         return _configuration_graph(artifact, vocab, max_work=max_work, max_configs=max_configs)
     walker = TokenWalker(artifact, vocab)
+    exits = dfa.counters.exit.tolist() if dfa.counters is not None else None
     eos = set(artifact.eos_token_ids)
     parent: dict[int, tuple[int, int]] = {0: (-1, -1)}
     succ: dict[int, set[int]] = {}
@@ -195,6 +196,14 @@ def eos_reachability(artifact: Artifact, vocab: Vocabulary, *, max_work: int = 5
                 parent[t] = (s, tok)
                 queue.append(t)
         succ[s] = nxt
+        if exits is not None and exits[s] >= 0 and exits[s] not in parent:
+            parent[exits[s]] = (s, -1)  # a counted loop's exit, taken after enough arrivals
+            queue.append(exits[s])
+    if exits is not None:
+        # A head reaches its exit when tokens can keep arriving: when a token path leads back to it.
+        for s in list(succ):
+            if exits[s] >= 0 and _returns(succ, s):
+                succ[s] = succ[s] | {exits[s]}
     good = set(finishes)
     changed = True
     while changed:
@@ -218,9 +227,24 @@ def eos_reachability(artifact: Artifact, vocab: Vocabulary, *, max_work: int = 5
     path: list[int] = []
     while parent[s][0] >= 0:
         s, tok = parent[s]
-        path.append(tok)
+        if tok >= 0:  # not a loop exit
+            path.append(tok)
     return Reachability(False, "token graph", len(parent), tuple(reversed(path)),
                         f"{len(bad)} of {len(parent)} token-reachable states have no token path to EOS")
+
+
+def _returns(succ: dict[int, set[int]], start: int) -> bool:
+    """Whether a path of ``succ`` edges leads from ``start`` back to it."""
+    seen: set[int] = set()
+    stack = list(succ.get(start, ()))
+    while stack:
+        s = stack.pop()
+        if s == start:
+            return True
+        if s not in seen:
+            seen.add(s)
+            stack.extend(succ.get(s, ()))
+    return False
 
 
 def _allowed_ids(row: NDArray[np.int32], vocab_size: int) -> NDArray[np.int64]:

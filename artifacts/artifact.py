@@ -19,6 +19,7 @@ from maskc.artifacts import format as fmt
 from maskc.artifacts.io import (map_artifact_file, parse_artifact_bytes, remember_verified, save_bytes, verified_file,
                                 write_atomic)
 from maskc.artifacts.metadata import parse_metadata
+from maskc.compiler.counters import Counters
 from maskc.compiler.dfa import Dfa
 from maskc.compiler.errors import ArtifactCorrupt, TokenizerMismatch
 from maskc.compiler.maskstore import KIND_ALLOW, KIND_DELTA, KIND_DENSE, MaskStore, bitmask_words
@@ -67,17 +68,27 @@ def verify_tables(tensors: dict[str, NDArray[Any]], metadata: dict[str, str], wh
         raise ArtifactCorrupt(f"{where} failed its content check: the tables or metadata were modified or damaged")
     info = parse_metadata(metadata, where)
     vocab_size = info.vocab_size
-    trans = fmt.check_tables(tensors, vocab_size, where)
+    counted = metadata["format_version"] == fmt.COUNTED_FORMAT_VERSION
+    trans = fmt.check_tables(tensors, vocab_size, where, counted)
     if (info.num_states is not None and info.num_states != trans.shape[0]) or (
         info.num_masks is not None and info.num_masks != tensors["mask.kind"].shape[0]
     ):
         raise ArtifactCorrupt(f"{where}: num_states or num_masks differs from the tables")
     if ("pda.call_offsets" in tensors) != (info.rule_names is not None):
         raise ArtifactCorrupt(f"{where}: pushdown tables and pushdown metadata must come together")
+    counters: Counters | None = None
+    if counted:
+        try:
+            counters = Counters(np.array(tensors["count.region"], dtype=np.int32),
+                                np.array(tensors["count.exit"], dtype=np.int32),
+                                np.array(tensors["count.span"], dtype=np.int32))
+        except ValueError as e:
+            raise ArtifactCorrupt(f"{where} has malformed counted loops") from e
     dfa = Dfa(
         trans,
         np.array(tensors["dfa.byte_class"], dtype=np.uint8),
         np.asarray(tensors["dfa.accepting"]).astype(np.bool_),
+        counters,
     )
     masks = MaskStore(
         vocab_size,
@@ -160,6 +171,12 @@ class Artifact:
             "mask.data": g.masks.data.astype(np.int32),
         }
         extra: dict[str, str] = {}
+        version = fmt.FORMAT_VERSION
+        if g.dfa.counters is not None:
+            c = g.dfa.counters
+            tensors.update({"count.region": c.region.astype(np.int32), "count.exit": c.exit.astype(np.int32),
+                            "count.span": c.span.astype(np.int32)})
+            version = fmt.COUNTED_FORMAT_VERSION
         if g.pda is not None and g.uncertain_mask is not None:
             p = g.pda
             tensors.update({
@@ -175,7 +192,7 @@ class Artifact:
                      "max_depth": str(g.options.max_depth)}
         meta = {
             "format": fmt.FORMAT,
-            "format_version": fmt.FORMAT_VERSION,
+            "format_version": version,
             "compiler_version": COMPILER_VERSION,
             "grammar_kind": g.kind,
             "grammar_sha256": g.source_sha256,
@@ -412,6 +429,8 @@ class Artifact:
             from maskc.artifacts.pushdown import PushdownMatcher
 
             return PushdownMatcher(self)
+        if self.dfa.counters is not None:
+            return CountingMatcher(self)
         return Matcher(self)
 
     def summary(self) -> dict[str, Any]:
@@ -486,5 +505,5 @@ def load_artifact(path: str | os.PathLike[str], *, tokenizer: Vocabulary | None 
     return art
 
 
-from maskc.artifacts.matcher import Matcher  # noqa: E402  (type for Artifact.matcher)
+from maskc.artifacts.matcher import CountingMatcher, Matcher  # noqa: E402  (type for Artifact.matcher)
 from maskc.artifacts.pushdown import PushdownMatcher  # noqa: E402

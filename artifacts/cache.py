@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from maskc.artifacts.artifact import Artifact
-from maskc.artifacts.format import COMPILER_VERSION, FORMAT_VERSION, content_address
+from maskc.artifacts.format import COMPILER_VERSION, FORMAT_VERSION, READ_VERSIONS, content_address
 from maskc.artifacts.io import parse_artifact_bytes, save_bytes, write_atomic
 from maskc.compiler.errors import ArtifactError
 from maskc.compiler.vocab import Vocabulary
@@ -86,8 +86,10 @@ class ArtifactCache:
             self.discard(key)
             return None
         expected = {"grammar_kind": kind, "grammar_sha256": grammar_sha256, "options": options_json,
-                    "format_version": FORMAT_VERSION, "compiler_version": COMPILER_VERSION}
+                    "compiler_version": COMPILER_VERSION}
         wrong = [k for k, v in expected.items() if art.metadata[k] != v]
+        if art.metadata["format_version"] not in READ_VERSIONS:  # 4: version 3 with counted loops
+            wrong.append("format_version")
         if wrong:
             log.warning("cache entry %s is another artifact (%s differ); rebuilding", path, ", ".join(wrong))
             self.discard(key)

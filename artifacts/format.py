@@ -26,8 +26,10 @@ from maskc.compiler.maskstore import bitmask_words
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
+    "COUNTED_FORMAT_VERSION",
     "TENSORS",
     "PDA_TENSORS",
+    "COUNT_TENSORS",
     "REQUIRED_METADATA",
     "TABLE_METADATA",
     "content_hash",
@@ -38,7 +40,9 @@ __all__ = [
 
 FORMAT = "maskc-artifact"
 FORMAT_VERSION = "3"
-COMPILER_VERSION = "0.2.0"
+COUNTED_FORMAT_VERSION = "4"  # version 3 plus counted loops (the count.* tensors); older readers refuse it
+READ_VERSIONS = (FORMAT_VERSION, COUNTED_FORMAT_VERSION)
+COMPILER_VERSION = "0.3.0"
 
 # name -> (dtype, ndim)
 TENSORS: dict[str, tuple[np.dtype[np.generic], int]] = {
@@ -65,6 +69,12 @@ PDA_TENSORS: dict[str, tuple[np.dtype[np.generic], int]] = {
     "pda.need": (np.dtype(np.int32), 1),  # [states] frames needed above a state to finish its rule
     "mask.uncertain": (np.dtype(np.int32), 1),  # [states] mask id of the tokens the stack decides
     "mask.flat": (np.dtype(np.int32), 1),  # [states] mask id of the accepted tokens that make no call
+}
+# Present together, exactly in a version-4 artifact: counted loops (maskc.compiler.counters).
+COUNT_TENSORS: dict[str, tuple[np.dtype[np.generic], int]] = {
+    "count.region": (np.dtype(np.int32), 1),  # [states] the loop a state is in, -1: none
+    "count.exit": (np.dtype(np.int32), 1),  # [states] a loop head's exit state, -1 elsewhere
+    "count.span": (np.dtype(np.int32), 1),  # [loops] arrivals at the head before the exit
 }
 PDA_METADATA = ("rule_names", "inline_depth", "max_depth")
 TABLE_METADATA = ("num_states", "num_masks")
@@ -150,12 +160,13 @@ def check_metadata(meta: Mapping[str, str], where: str) -> None:
     if meta.get("format") != FORMAT:
         raise ArtifactCorrupt(f"{where} is not a maskc artifact (format={meta.get('format')!r})")
     version = meta.get("format_version")
-    if version != FORMAT_VERSION:
+    if version not in READ_VERSIONS:
         older = version is not None and version.isdecimal() and int(version) < int(FORMAT_VERSION)
         age = "an older" if older else "another"
         raise ArtifactVersionMismatch(
             f"{where} is in {age} artifact format (version {version!r}, written by maskc "
-            f"{meta.get('compiler_version', '?')}); this maskc {COMPILER_VERSION} reads version {FORMAT_VERSION!r}",
+            f"{meta.get('compiler_version', '?')}); this maskc {COMPILER_VERSION} reads versions "
+            f"{FORMAT_VERSION!r} and {COUNTED_FORMAT_VERSION!r}",
             hint=f"recompile with maskc {COMPILER_VERSION}: maskc compile SCHEMA --tokenizer SPEC",
         )
     if missing:
@@ -229,8 +240,11 @@ def _outside(x: NDArray[np.generic], hi: int) -> bool:
     return int(x.view(np.uint32).max()) >= hi
 
 
-def check_tables(tensors: Mapping[str, NDArray[np.generic]], vocab_size: int, where: str) -> NDArray[np.int32]:
-    """Structural checks that make every later index safe; returns the decoded transition table."""
+def check_tables(tensors: Mapping[str, NDArray[np.generic]], vocab_size: int, where: str,
+                 counted: bool = False) -> NDArray[np.int32]:
+    """Structural checks that make every later index safe; returns the decoded transition
+    table. ``counted``: the header says version 4, so the count tensors must be there
+    (and must not be otherwise)."""
     for name, (dtype, ndim) in TENSORS.items():
         arr = tensors.get(name)
         if arr is None:
@@ -274,6 +288,8 @@ def check_tables(tensors: Mapping[str, NDArray[np.generic]], vocab_size: int, wh
             bad = _bad_token_ids(data, offsets, lens, dense, delta if has_delta else None, vocab_size)
     if not bad:
         bad = _bad_pda(tensors, n, m)
+    if not bad:
+        bad = _bad_counts(tensors, n, counted)
     if bad:
         raise ArtifactCorrupt(f"{where}: inconsistent tables (vocab_size {vocab_size})")
     return trans
@@ -300,6 +316,29 @@ def _bad_token_ids(data: NDArray[np.int32], offsets: NDArray[np.int64], lens: ND
         sparse[offsets[:-1][delta]] = False
     ids = data[sparse]
     return bool(ids.size and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size))
+
+
+def _bad_counts(tensors: Mapping[str, NDArray[np.generic]], n: int, counted: bool) -> bool:
+    """Whether the count tensors are malformed, or present where the version says none
+    (and the other way round). Counted loops live only in regular artifacts."""
+    present = [k for k in COUNT_TENSORS if k in tensors]
+    if not counted:
+        return bool(present)
+    if len(present) != len(COUNT_TENSORS) or any(k in tensors for k in PDA_TENSORS):
+        return True
+    for name, (dtype, ndim) in COUNT_TENSORS.items():
+        if tensors[name].dtype != dtype or tensors[name].ndim != ndim:
+            return True
+    region: NDArray[Any] = tensors["count.region"]
+    exit_: NDArray[Any] = tensors["count.exit"]
+    span: NDArray[Any] = tensors["count.span"]
+    loops = span.shape[0]
+    return bool(
+        region.shape != (n,) or exit_.shape != (n,) or loops == 0
+        or int(region.min()) < -1 or int(region.max()) >= loops
+        or int(exit_.min()) < -1 or int(exit_.max()) >= n
+        or bool(((exit_ >= 0) & (region < 0)).any()) or int(span.min()) < 1
+    )
 
 
 def _bad_pda(tensors: Mapping[str, NDArray[np.generic]], n: int, m: int) -> bool:

@@ -434,3 +434,104 @@ class Matcher:
     def find_jump_forward_string(self) -> str:
         """The forced continuation, cut to whole UTF-8 characters."""
         return whole_chars(self.find_jump_forward_bytes())
+
+
+class CountingMatcher(Matcher):
+    """A :class:`Matcher` for an artifact with counted loops: beside each state it keeps the
+    count of the loop the state is in (arrivals at the loop's head since it was entered),
+    and leaves a loop at its ``span``-th arrival. Masks do not depend on the count (a loop
+    keeps more than a token's length from its bounds), so filling is :class:`Matcher`'s."""
+
+    def __init__(self, artifact: Artifact) -> None:
+        super().__init__(artifact)
+        counters = artifact.dfa.counters
+        assert counters is not None
+        self._counters = counters
+        self._counts: list[int] = [0]
+        # Per state: the count at which a token may reach the exit (huge outside loops).
+        span = counters.span.tolist()
+        self._room: list[int] = [span[r] if r >= 0 else 1 << 62 for r in counters.region.tolist()]
+        self._lens = [len(b) for b in self._tokens]
+        self._counted_cache: dict[tuple[int, int], tuple[int, int, bool]] = artifact.__dict__.setdefault(
+            "_counted_step_cache", {})
+
+    @property
+    def count(self) -> int:
+        """Arrivals at the head of the current state's loop since it was entered (0 outside loops)."""
+        return self._counts[-1]
+
+    def reset(self) -> None:
+        self._stack = [0]
+        self._counts = [0]
+
+    def rollback(self, num_tokens: int = 1) -> None:
+        n = check_rollback(num_tokens, self.num_accepted)
+        if n:
+            del self._stack[-n:]
+            del self._counts[-n:]
+
+    def _walk(self, state: int, count: int, data: bytes) -> tuple[int, int]:
+        return self._counters.walk(self.artifact.dfa, state, count, data)
+
+    def accept_token(self, token_id: int) -> bool:
+        t = token_id if type(token_id) is int and 0 <= token_id < self._vocab_size else (
+            check_token_id(token_id, self._vocab_size))
+        s = self._stack[-1]
+        if s == _TERMINATED:
+            return False
+        c = self._counts[-1]
+        got = self._counted_cache.get((s, t))
+        if got is None:
+            if t in self._eos:
+                got = (_TERMINATED if self.artifact.dfa.accepting[s] else -1, 0, False)
+            elif t >= len(self._tokens) or t in self._special or not self._tokens[t]:
+                got = (-1, 0, False)
+            else:
+                # From count 0 no exit is reached (a loop spans more than a token), so this
+                # is the walk from any count the token cannot carry to the exit, where the
+                # count before it adds on if the token stays in the loop throughout.
+                nxt, n = self._walk(s, 0, self._tokens[t])
+                got = (nxt, n, nxt >= 0 and self._same_run(s, t))
+            self._counted_cache[(s, t)] = got
+        nxt, n, same = got
+        if nxt == -1:
+            return False
+        if nxt >= 0:
+            if c + self._lens[t] >= self._room[s]:
+                # The token may reach the exit of this state's loop: the exact walk.
+                nxt, n = self._walk(s, c, self._tokens[t])
+                if nxt < 0:
+                    return False
+            elif same:
+                n += c
+        self._stack.append(nxt)
+        self._counts.append(n)
+        return True
+
+    def _same_run(self, state: int, token_id: int) -> bool:
+        """Whether ``token_id`` walked from ``state`` stays in ``state``'s loop throughout
+        (so its count adds to the count before it)."""
+        region = self._counters.region.item
+        r = region(state)
+        if r < 0:
+            return False
+        dfa = self.artifact.dfa
+        step, klass = dfa.trans.item, dfa.byte_class.item
+        s = state
+        for b in self._tokens[token_id]:
+            s = step(s, klass(b))
+            if s < 0 or region(s) != r:
+                return False
+        return True
+
+    def accept_string(self, text: str | bytes) -> bool:
+        data = string_bytes(text)
+        s = self._stack[-1]
+        if s == _TERMINATED:
+            return False
+        nxt, n = self._walk(s, self._counts[-1], data)
+        if nxt < 0:
+            return False
+        self._stack[-1] = nxt
+        self._counts[-1] = n
+        return True

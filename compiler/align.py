@@ -66,6 +66,16 @@ class TokenTable:
     def num_tokens(self) -> int:
         return int(self.offsets.shape[0] - 1)
 
+    @property
+    def longest(self) -> int:
+        """The most bytes a walkable token has: the most items of a repetition one token can
+        complete (what counted loops keep their distance from a bound by)."""
+        got: int | None = self.__dict__.get("_longest")
+        if got is None:
+            lens = np.diff(self.offsets)[self.walkable]
+            got = self.__dict__["_longest"] = int(lens.max(initial=0))
+        return got
+
     def slices(self) -> tuple[TokenSlice, TokenSlice]:
         """Short and long walkable tokens, precomputed once per table (the short ones grouped
         by first byte: :meth:`first_blocks`)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import NewType
+from typing import TYPE_CHECKING, NewType
 
 import numpy as np
 from numpy.typing import NDArray
@@ -17,7 +17,11 @@ from numpy.typing import NDArray
 from maskc.compiler.errors import EmptyLanguage, StateLimitExceeded, TimeLimitExceeded
 from maskc.compiler.nfa import CALL_BASE, Nfa
 
-__all__ = ["Dfa", "StateId", "ClassId", "determinize", "determinize_rules", "prune", "compress_classes", "coreachable", "reachable"]
+if TYPE_CHECKING:
+    from maskc.compiler.counters import Counters
+
+__all__ = ["Dfa", "StateId", "ClassId", "CounterConflict", "determinize", "determinize_counted", "determinize_rules",
+           "prune", "compress_classes", "coreachable", "reachable"]
 
 StateId = NewType("StateId", int)
 ClassId = NewType("ClassId", int)
@@ -32,6 +36,7 @@ class Dfa:
     trans: NDArray[np.int32]  # [states, classes], -1 = reject
     byte_class: NDArray[np.uint8]  # [256] byte -> class
     accepting: NDArray[np.bool_]  # [states]
+    counters: Counters | None = None  # counted loops (None: the table is the whole automaton)
 
     def __post_init__(self) -> None:
         if self.trans.ndim != 2 or self.trans.dtype != np.int32:
@@ -47,6 +52,8 @@ class Dfa:
             raise ValueError("transition target out of range")
         if int(self.byte_class.max()) >= c:
             raise ValueError("byte class out of range")
+        if self.counters is not None and self.counters.region.shape[0] != n:
+            raise ValueError("counters need one entry per state")
         for arr in (self.trans, self.byte_class, self.accepting):
             arr.setflags(write=False)
 
@@ -63,7 +70,11 @@ class Dfa:
         return int(self.trans[state, self.byte_class[byte]])
 
     def walk(self, state: int, data: bytes) -> int:
-        """The state after all of ``data``, or -1 as soon as a byte is rejected."""
+        """The state after all of ``data``, or -1 as soon as a byte is rejected.
+
+        Byte transitions only: a counted loop (:attr:`counters`) is walked as an endless
+        loop, which is what a token's mask needs (no token can reach a loop's exit); the
+        exact walk, with counts, is :meth:`maskc.compiler.counters.Counters.walk`."""
         step, klass = self.trans.item, self.byte_class.item  # Python ints: no numpy scalar per byte
         for b in data:
             state = step(state, klass(b))
@@ -72,7 +83,11 @@ class Dfa:
         return state
 
     def accepts(self, data: bytes) -> bool:
-        s = self.walk(0, data)
+        """Whether ``data`` is in the language (counted loops counted)."""
+        if self.counters is not None:
+            s, _ = self.counters.walk(self, 0, 0, data)
+        else:
+            s = self.walk(0, data)
         return s >= 0 and bool(self.accepting[s])
 
 
@@ -99,8 +114,49 @@ def determinize(
         StateLimitExceeded: more than ``max_states`` DFA states.
         TimeLimitExceeded: ``deadline`` (a ``time.monotonic()`` value) passed.
     """
-    trans, byte_class, accepting, _ = _subsets(nfa, [0], {nfa.final}, 0, max_states, deadline)
+    trans, byte_class, accepting, _, _, _ = _subsets(nfa, [0], {nfa.final}, 0, max_states, deadline)
     return Dfa(trans, byte_class, accepting)
+
+
+class CounterConflict(Exception):
+    """A counted loop's count would be ambiguous (two live copies of one loop, two loops
+    live at once, or a loop entered while it runs): the caller lowers again with copies."""
+
+
+def determinize_counted(
+    nfa: Nfa, *, max_states: int = 200_000, deadline: float | None = None
+) -> tuple[NDArray[np.int32], NDArray[np.uint8], NDArray[np.bool_], NDArray[np.int32], NDArray[np.bool_]]:
+    """Subset construction of an NFA with counted loops (``nfa.regions``).
+
+    Returns:
+        ``(trans, byte_class, accepting, region, head)``: ``trans`` is ``[states, classes
+        + 1]``, its last column the loop exit (taken by the runtime at a loop's
+        ``span``-th arrival); ``region[s]`` is the loop whose item ``s`` is inside (-1:
+        none) and ``head[s]`` whether ``s`` holds that loop's head (an arrival).
+
+    Raises:
+        CounterConflict: some subset would hold a count that is not one number (see the
+            class); nothing is wrong with the grammar, only with counting it.
+        StateLimitExceeded, TimeLimitExceeded: as :func:`determinize`.
+    """
+    for r in nfa.regions:
+        if r.head in _eps_reach(nfa, r.end) or r.head in _eps_reach(nfa, r.after):
+            raise CounterConflict("a counted loop can be re-entered without consuming a byte")
+    trans, byte_class, accepting, _, region, head = _subsets(
+        nfa, [0], {nfa.final}, 1, max_states, deadline, counted=True)
+    assert region is not None and head is not None
+    return trans, byte_class, accepting, region, head
+
+
+def _eps_reach(nfa: Nfa, s0: int) -> set[int]:
+    seen = {s0}
+    stack = [s0]
+    while stack:
+        for t in nfa.eps[stack.pop()]:
+            if t not in seen:
+                seen.add(t)
+                stack.append(t)
+    return seen
 
 
 def determinize_rules(
@@ -114,7 +170,9 @@ def determinize_rules(
         ``i`` (``-1``: no such call); ``accepting`` marks where a rule may return; ``starts``
         is each rule's start state. The rules' subgraphs are disjoint, so no subset mixes two.
     """
-    return _subsets(nfa, nfa.starts, set(nfa.finals), len(nfa.starts), max_states, deadline)
+    trans, byte_class, accepting, starts, _, _ = _subsets(
+        nfa, nfa.starts, set(nfa.finals), len(nfa.starts), max_states, deadline)
+    return trans, byte_class, accepting, starts
 
 
 Subset = frozenset[int]
@@ -133,14 +191,22 @@ def _disjoint(spans: list[tuple[int, int, Subset]]) -> list[tuple[int, int, Subs
 
 
 def _subsets(
-    nfa: Nfa, seeds: list[int], finals: set[int], num_calls: int, max_states: int, deadline: float | None
-) -> tuple[NDArray[np.int32], NDArray[np.uint8], NDArray[np.bool_], list[int]]:
+    nfa: Nfa, seeds: list[int], finals: set[int], num_calls: int, max_states: int, deadline: float | None,
+    *, counted: bool = False,
+) -> tuple[NDArray[np.int32], NDArray[np.uint8], NDArray[np.bool_], list[int],
+           NDArray[np.int32] | None, NDArray[np.bool_] | None]:
     """Subset construction over spans of byte classes.
 
     Subsets hold only "useful" NFA states (with a move, or final). Each move is stored as a
     span of classes with its target already epsilon-closed, so a DFA row is the union of
     its members' spans, cut where they overlap, and a span of classes with one target is
     interned once. DFA states are numbered in discovery order, classes visited in order.
+
+    ``counted``: the NFA's counted loops are kept (:func:`determinize_counted`). A subset
+    may hold one member of one loop at most, and while it does, no other member may move
+    into that loop: then the loop's member is one thread whose count is one number. The
+    exit column moves that member to the loop's ``after`` and keeps the other members (the
+    exit is the loop's own step, not a byte).
     """
     byte_class, class_lo = _interval_classes(nfa)
     num_bytes = len(class_lo)
@@ -185,6 +251,31 @@ def _subsets(
             moves[s] = got
         return got
 
+    tag = nfa.tag
+    heads = {r.head for r in nfa.regions}
+    region_of: list[int] = []
+    head_of: list[bool] = []
+    exit_col = num_bytes  # counted NFAs have no calls: the one extra column is the exit
+    enters: dict[int, set[int]] = {}
+
+    def entered(x: int) -> set[int]:
+        got = enters.get(x)
+        if got is None:
+            got = enters[x] = {tag[y] for _, _, ts in moves_of(x) for y in ts if y in tag}
+        return got
+
+    def check(cur: Subset) -> int:
+        """The loop ``cur`` is in (-1: none), after checking that its count is one number."""
+        mine = [x for x in cur if x in tag]
+        if not mine:
+            return -1
+        k = tag[mine[0]]
+        if len(mine) > 1:
+            raise CounterConflict("two copies of a counted loop would be live at once")
+        if any(k in entered(x) for x in cur if x not in tag):
+            raise CounterConflict("a counted loop could be entered while it runs")
+        return k
+
     index: dict[Subset, int] = {}
     order: list[Subset] = []
     starts: list[int] = []
@@ -203,8 +294,21 @@ def _subsets(
         cur = order[i]
         accepting.append(not finals.isdisjoint(cur))
         spans: list[tuple[int, int, Subset]] = []
-        for x in cur:
-            spans.extend(moves_of(x))
+        if counted:
+            k = check(cur)
+            region_of.append(k)
+            head_of.append(k >= 0 and not heads.isdisjoint(cur))
+            for x in cur:
+                if x in tag or k < 0:
+                    spans.extend(moves_of(x))
+                else:  # other threads: their bytes, and they stay put when the loop exits
+                    spans.extend(m for m in moves_of(x) if m[0] < exit_col)
+            if head_of[-1]:
+                stay = frozenset(x for x in cur if x not in tag)
+                spans = [(lo, hi, ts | stay if lo == exit_col else ts) for lo, hi, ts in spans]
+        else:
+            for x in cur:
+                spans.extend(moves_of(x))
         if len(spans) > 1:
             spans = _disjoint(spans)
         row = [DEAD] * num_classes
@@ -220,7 +324,10 @@ def _subsets(
         rows.append(row)
         i += 1
     trans = np.asarray(rows, dtype=np.int32).reshape(len(rows), num_classes)
-    return trans, byte_class, np.asarray(accepting, dtype=np.bool_), starts
+    if not counted:
+        return trans, byte_class, np.asarray(accepting, dtype=np.bool_), starts, None, None
+    return (trans, byte_class, np.asarray(accepting, dtype=np.bool_), starts,
+            np.asarray(region_of, dtype=np.int32), np.asarray(head_of, dtype=np.bool_))
 
 
 SMALL_TABLE = 16_384  # transition tables up to this size are searched in plain Python
@@ -330,4 +437,4 @@ def compress_classes(dfa: Dfa) -> Dfa:
     new_trans = np.empty((dfa.num_states, len(cols)), dtype=np.int32)
     new_trans[:, remap] = cols.T
     byte_class = remap[inverse[dfa.byte_class.astype(np.int64)]].astype(np.uint8)
-    return Dfa(new_trans, byte_class, dfa.accepting.copy())
+    return Dfa(new_trans, byte_class, dfa.accepting.copy(), dfa.counters)

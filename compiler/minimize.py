@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 from maskc.compiler.dfa import DEAD, SMALL_TABLE, Dfa
 from maskc.compiler.errors import TimeLimitExceeded
 
-__all__ = ["minimize", "refine", "canonical"]
+__all__ = ["minimize", "minimal_blocks", "refine", "canonical", "canonical_order"]
 
 
 _RNG = np.random.default_rng(0x6D61736B63)
@@ -199,6 +199,12 @@ def refine(
 
 def canonical(dfa: Dfa) -> Dfa:
     """Renumber states in BFS order from the start, visiting classes in order."""
+    return _renumber(dfa, *canonical_order(dfa))
+
+
+def canonical_order(dfa: Dfa) -> tuple[NDArray[np.int64], NDArray[np.int32]]:
+    """The canonical numbering: ``(old, new_id)``, the old state of each new number and the
+    new number of each old state (-1: unreachable)."""
     n = dfa.num_states
     new_id = np.full(n, DEAD, dtype=np.int32)
     new_id[0] = 0
@@ -213,7 +219,7 @@ def canonical(dfa: Dfa) -> Dfa:
                     ids[t] = len(order)
                     order.append(t)
             i += 1
-        return _renumber(dfa, np.asarray(order, dtype=np.int64), np.asarray(ids, dtype=np.int32))
+        return np.asarray(order, dtype=np.int64), np.asarray(ids, dtype=np.int32)
     parts = [np.zeros(1, dtype=np.int64)]
     count = 1
     frontier = parts[0]
@@ -231,7 +237,7 @@ def canonical(dfa: Dfa) -> Dfa:
         count += fresh.shape[0]
         parts.append(fresh)
         frontier = fresh
-    return _renumber(dfa, np.concatenate(parts), new_id)
+    return np.concatenate(parts), new_id
 
 
 def _renumber(dfa: Dfa, old: NDArray[np.int64], new_id: NDArray[np.int32]) -> Dfa:
@@ -243,6 +249,16 @@ def _renumber(dfa: Dfa, old: NDArray[np.int64], new_id: NDArray[np.int32]) -> Df
 
 MAX_ROUNDS: int | None = None
 MAX_STATES = 300_000  # past this the DFA is only numbered canonically (correct, larger)
+
+
+def minimal_blocks(trans: NDArray[np.int32], initial: NDArray[np.int64], *,
+                   deadline: float | None = None) -> NDArray[np.int64] | None:
+    """The coarsest partition of a pruned table's states that refines ``initial`` and is
+    a congruence (each state's block); None where :func:`minimize` would not minimize."""
+    if trans.shape[0] > MAX_STATES:
+        return None
+    block, stable = _refine(trans, initial, MAX_ROUNDS, deadline)
+    return block if stable else None
 
 
 def minimize(dfa: Dfa, *, max_rounds: int | None = MAX_ROUNDS, deadline: float | None = None) -> Dfa:

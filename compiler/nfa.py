@@ -21,9 +21,23 @@ from maskc.compiler.ir import Alt, Automaton, ByteSet, Fields, Node, Product, Re
 if TYPE_CHECKING:  # dfa.py imports this module
     from maskc.compiler.dfa import Dfa
 
-__all__ = ["Nfa", "lower", "lower_rules", "CALL_BASE"]
+__all__ = ["Nfa", "Region", "lower", "lower_rules", "CALL_BASE", "COUNT_EXIT"]
 
 CALL_BASE = 256  # edge label of a call to rule i: CALL_BASE + i
+COUNT_EXIT = CALL_BASE  # edge label of a counted loop's exit (only in :func:`lower`'s NFAs, which have no calls)
+
+
+@dataclass(slots=True)
+class Region:
+    """A counted loop of the NFA: one copy of a prefix-free item whose completions return to
+    ``head``, standing for ``span`` consecutive positions of a bounded repetition. The
+    runtime counts arrivals at the head and takes the ``COUNT_EXIT`` edge (to ``after``,
+    the position past the loop) at the ``span``-th; ``end`` is the repetition's end."""
+
+    head: int
+    after: int
+    end: int
+    span: int
 
 
 @dataclass(slots=True)
@@ -39,6 +53,9 @@ class Nfa:
     direct: Node | None = None  # the node being determinized itself: never lowered through its own DFA
     starts: list[int] = field(default_factory=list)  # per rule (lower_rules)
     finals: list[int] = field(default_factory=list)
+    horizon: int | None = None  # counted loops: at most this many items per token (None: unroll)
+    regions: list[Region] = field(default_factory=list)
+    tag: dict[int, int] = field(default_factory=dict)  # NFA state -> its counted loop (region index)
 
     def new(self) -> int:
         if len(self.eps) >= self.max_states:
@@ -75,6 +92,8 @@ def _build(nfa: Nfa, node: Node, start: int, end: int) -> None:
         for item in node.items:
             _build(nfa, item, start, end)
     elif isinstance(node, Repeat):
+        if nfa.horizon is not None and _build_counted(nfa, node, start, end):
+            return
         item = node.item
         copies = node.min + (node.max - node.min if node.max is not None else 1)
         if copies >= COPY_AS_DFA and node is not nfa.direct and not _has_ref(item):
@@ -130,6 +149,82 @@ copy, which minimization would then have to merge, one round per copy."""
 ALT_AS_DFA = 16
 """An alternation of this many branches (a long enum) lowers from its minimal DFA, so the
 branches share their suffixes before subset construction, not after minimization."""
+
+
+def _loop_plan(lo: int, hi: int | None, gap: int) -> list[tuple[str, int]] | None:
+    """Positions ``0..`` of ``item{lo,hi}`` as runs: ``("loop", span)`` where no token can
+    tell the positions apart, ``("copies", n)`` elsewhere; None when no loop pays.
+
+    ``gap`` items separate a loop from a bound (more than a token can complete), so a
+    token walked from any position of a loop ends before the bound exactly as it would in
+    an endless loop."""
+    plan: list[tuple[str, int]] = []
+    if lo - gap >= gap:
+        plan += [("loop", lo - gap), ("copies", gap)]
+    elif lo:
+        plan.append(("copies", lo))
+    if hi is not None:
+        rest = hi - lo
+        if rest - gap >= gap:
+            plan += [("loop", rest - gap), ("copies", gap)]
+        elif rest:
+            plan.append(("copies", rest))
+    return plan if any(kind == "loop" for kind, _ in plan) else None
+
+
+def _build_counted(nfa: Nfa, node: Repeat, start: int, end: int) -> bool:
+    """Lower ``node`` with counted loops (:class:`Region`) where its bounds are far apart
+    from each other and from zero; False (nothing built) when it does not qualify: no
+    loop pays, the item refers to a rule, or its DFA is not prefix-free (an item must end
+    where it completes, so that an arrival at the head is one more item)."""
+    assert nfa.horizon is not None
+    plan = _loop_plan(node.min, node.max, nfa.horizon + 1)
+    if plan is None or _has_ref(node.item):
+        return False
+    d = _item_dfa(nfa, node.item)
+    rows = d.trans.tolist()
+    acc = d.accepting.tolist()
+    if acc[0] or any(acc[s] and any(t >= 0 for t in row) for s, row in enumerate(rows)):
+        return False
+    runs = _class_runs(d.byte_class.tolist(), d.num_classes)
+    item = _as_automaton(d)
+    lo = node.min
+    cur, pos = start, 0
+    for kind, n in plan:
+        if kind == "copies":
+            for _ in range(n):
+                if pos >= lo:
+                    nfa.eps[cur].append(end)
+                nxt = nfa.new()
+                _build(nfa, item, cur, nxt)
+                cur, pos = nxt, pos + 1
+            continue
+        k = len(nfa.regions)
+        ids = {s: nfa.new() for s in range(len(rows)) if not acc[s]}
+        head = ids[0]
+        for s, here in ids.items():
+            nfa.tag[here] = k
+            for c, t in enumerate(rows[s]):
+                if t >= 0:
+                    tgt = head if acc[t] else ids[t]
+                    nfa.edges[here].extend((b, e, tgt) for b, e in runs[c])
+        nfa.eps[cur].append(head)
+        if pos >= lo:
+            nfa.eps[head].append(end)
+        after = nfa.new()
+        nfa.edges[head].append((COUNT_EXIT, COUNT_EXIT, after))
+        nfa.regions.append(Region(head, after, end, n))
+        cur, pos = after, pos + n
+    if node.max is None:
+        loop = nfa.new()
+        nfa.eps[cur].append(loop)
+        body_end = nfa.new()
+        _build(nfa, item, loop, body_end)
+        nfa.eps[body_end].append(loop)
+        nfa.eps[loop].append(end)
+    else:
+        nfa.eps[cur].append(end)
+    return True
 
 
 def _item_dfa(nfa: Nfa, node: Node) -> Dfa:
@@ -319,7 +414,8 @@ def _has_ref(node: Node) -> bool:
     return False
 
 
-def lower(node: Node, *, max_states: int = 1_000_000, deadline: float | None = None, direct: bool = False) -> Nfa:
+def lower(node: Node, *, max_states: int = 1_000_000, deadline: float | None = None, direct: bool = False,
+          horizon: int | None = None) -> Nfa:
     """Thompson construction of ``node``.
 
     Args:
@@ -328,6 +424,9 @@ def lower(node: Node, *, max_states: int = 1_000_000, deadline: float | None = N
         deadline: a ``time.monotonic()`` value after which the build stops.
         direct: build ``node`` itself by Thompson's rules (its parts may still be lowered
             through their minimal DFAs); what the construction of that DFA needs.
+        horizon: the most items a token can complete (the vocabulary's longest token, in
+            bytes): bounded repetitions far longer than this become counted loops
+            (:class:`Region`, ``nfa.regions``) instead of copies. None: copies only.
 
     Returns:
         The NFA; state 0 is the start state.
@@ -336,7 +435,7 @@ def lower(node: Node, *, max_states: int = 1_000_000, deadline: float | None = N
         StateLimitExceeded: the NFA would exceed ``max_states``.
         TimeLimitExceeded: ``deadline`` passed.
     """
-    nfa = Nfa(max_states=max_states, deadline=deadline, direct=node if direct else None)
+    nfa = Nfa(max_states=max_states, deadline=deadline, direct=node if direct else None, horizon=horizon)
     start = nfa.new()
     nfa.final = nfa.new()
     _build(nfa, node, start, nfa.final)

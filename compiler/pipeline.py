@@ -22,7 +22,8 @@ from maskc.compiler.align import TokenTable, align
 from maskc.compiler.align_pda import align_pda
 from maskc.compiler.pda import Pda, build_pda
 from maskc.compiler.rules import resolve_rules
-from maskc.compiler.dfa import Dfa, compress_classes, coreachable, determinize, prune
+from maskc.compiler.counters import finish, with_exits
+from maskc.compiler.dfa import CounterConflict, Dfa, compress_classes, coreachable, determinize, determinize_counted, prune
 from maskc.compiler.errors import NonTerminating, SchemaError, StateLimitExceeded, TimeLimitExceeded
 from maskc.compiler.frontends.registry import frontend, grammar_sha256
 from maskc.compiler.ir import Grammar, Node
@@ -61,6 +62,11 @@ class CompiledGrammar:
         return grammar_sha256(self.kind, self.source)
 
 
+COUNTED_LOOPS = True
+"""Whether regular grammars get counted loops (:mod:`maskc.compiler.counters`); off, every
+bounded repetition is unrolled into copies (same language, larger and slower to build)."""
+
+
 def token_table(vocab: Vocabulary) -> TokenTable:
     """The arrays of ``vocab`` that alignment needs (built once per vocabulary object)."""
     cached: TokenTable | None = vocab.__dict__.get("_maskc_token_table")
@@ -80,19 +86,36 @@ def _token_table(vocab: Vocabulary) -> TokenTable:
 
 
 def grammar_dfa(
-    node: Node, options: CompileOptions, timings: dict[str, float] | None = None, *, deadline: float | None = None
+    node: Node, options: CompileOptions, timings: dict[str, float] | None = None, *, deadline: float | None = None,
+    horizon: int | None = None,
 ) -> Dfa:
-    """IR -> pruned, minimized, class-compressed DFA."""
+    """IR -> pruned, minimized, class-compressed DFA.
+
+    ``horizon`` (the most bytes a token has) turns bounded repetitions far longer than a
+    token into counted loops (:mod:`maskc.compiler.counters`); where a count could be
+    ambiguous the grammar is lowered again with copies. None: copies only.
+    """
     t = timings if timings is not None else {}
     lim = options.limits
     if deadline is None:
         deadline = time.monotonic() + lim.max_seconds
     t0 = time.perf_counter()
-    nfa = lower(node, max_states=lim.max_nfa_states, deadline=deadline)
+    nfa = lower(node, max_states=lim.max_nfa_states, deadline=deadline, horizon=horizon)
     t1 = time.perf_counter()
-    dfa = determinize(nfa, max_states=lim.max_states, deadline=deadline)
-    t2 = time.perf_counter()
-    dfa = compress_classes(minimize(prune(dfa), deadline=deadline))
+    dfa: Dfa | None = None
+    if nfa.regions:
+        try:
+            parts = determinize_counted(nfa, max_states=lim.max_states, deadline=deadline)
+            t2 = time.perf_counter()
+            dfa = compress_classes(finish(*parts, [r.span for r in nfa.regions], deadline=deadline))
+        except CounterConflict:
+            t["counter_conflict"] = 1.0
+            nfa = lower(node, max_states=lim.max_nfa_states, deadline=deadline)
+            t1 = time.perf_counter()
+    if dfa is None:
+        dfa = determinize(nfa, max_states=lim.max_states, deadline=deadline)
+        t2 = time.perf_counter()
+        dfa = compress_classes(minimize(prune(dfa), deadline=deadline))
     t3 = time.perf_counter()
     t.update(nfa_ms=(t1 - t0) * 1e3, dfa_ms=(t2 - t1) * 1e3, minimize_ms=(t3 - t2) * 1e3)
     if dfa.num_states > lim.max_states:
@@ -109,7 +132,8 @@ def prove_termination(dfa: Dfa) -> None:
     Raises:
         NonTerminating: with a shortest prefix that leads to a state that cannot finish.
     """
-    live = coreachable(dfa.trans, dfa.accepting)
+    trans = with_exits(dfa)
+    live = coreachable(trans, dfa.accepting)
     if bool(live.all()):
         return
     # BFS for a witness prefix (never reached on a pruned DFA).
@@ -124,7 +148,7 @@ def prove_termination(dfa: Dfa) -> None:
                 s, c = prev[s]
                 path.append(inverse[c])
             raise NonTerminating("a reachable state cannot reach the end of the grammar", witness=bytes(reversed(path)))
-        for c, t in enumerate(dfa.trans[s].tolist()):
+        for c, t in enumerate(trans[s].tolist()):
             if t >= 0 and t not in prev:
                 prev[t] = (s, c)
                 queue.append(t)
@@ -146,8 +170,8 @@ def compile_ir(
     start = time.perf_counter()
     deadline = time.monotonic() + options.limits.max_seconds
     try:
-        dfa = grammar_dfa(node, options, t, deadline=deadline)
         table = token_table(vocab)
+        dfa = grammar_dfa(node, options, t, deadline=deadline, horizon=table.longest if COUNTED_LOOPS else None)
         builder = MaskStoreBuilder(vocab.vocab_size)
         t0 = time.perf_counter()
         state_mask = align(dfa, table, add_mask=builder.add, progress=progress, deadline=deadline)

@@ -144,6 +144,8 @@ def _one_byte_path(dfa: Dfa, table: TokenTable) -> bool:
     covered = np.zeros(dfa.num_classes, dtype=np.bool_)
     covered[dfa.byte_class[table.flat[table.offsets[single]]].astype(np.int64)] = True
     trans = dfa.trans[:, covered]
+    if dfa.counters is not None:  # a counted loop's exit (its arrivals are byte steps too)
+        trans = np.concatenate([trans, dfa.counters.exit.reshape(-1, 1)], axis=1)
     seen = np.zeros(dfa.num_states, dtype=np.bool_)
     seen[0] = True
     frontier = np.array([0], dtype=np.int64)
@@ -160,6 +162,7 @@ def _one_byte_path(dfa: Dfa, table: TokenTable) -> bool:
 
 def _token_path(dfa: Dfa, state_mask: NDArray[np.int32], masks: MaskStore, table: TokenTable) -> bool:
     """Breadth-first over the states whole tokens reach, until an accepting one."""
+    exits = dfa.counters.exit.tolist() if dfa.counters is not None else None
     seen = np.zeros(dfa.num_states, dtype=np.bool_)
     seen[0] = True
     queue = deque([0])
@@ -171,6 +174,8 @@ def _token_path(dfa: Dfa, state_mask: NDArray[np.int32], masks: MaskStore, table
         ids = ids[ids < table.num_tokens]
         ids = ids[table.walkable[ids]]  # EOS and special ids are never walked
         ends = np.unique(walk_tokens(dfa, table, s, ids))
+        if exits is not None and exits[s] >= 0:
+            ends = np.append(ends, exits[s])  # a loop's head: its exit, after enough arrivals
         for t in ends[ends >= 0].tolist():
             if not seen[t]:
                 seen[t] = True

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from maskc.compiler import pipeline
 from maskc.compiler.pipeline import compile_json_schema, compile_regex
 from maskc.compiler.options import CompileOptions
 from maskc.compiler.vocab import Vocabulary
@@ -91,11 +92,18 @@ def test_specials_never_allowed_eos_only_at_end(toy_vocab: Vocabulary) -> None:
     assert max(g.masks.allowed_ids(int(g.state_mask[0]))) < len(toy_vocab.token_bytes)
 
 
-def test_long_counted_runs_share_masks(byte_vocab: Vocabulary) -> None:
+def test_long_counted_runs_share_masks(byte_vocab: Vocabulary, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Unrolled into copies: byte tokens are 1 byte long, so every position but the last
+    # few share a mask.
+    monkeypatch.setattr(pipeline, "COUNTED_LOOPS", False)
     g = compile_json_schema({"type": "string", "maxLength": 400}, byte_vocab)
-    assert g.dfa.num_states > 400
-    # byte tokens are 1 byte long: every position but the last few share a mask
+    assert g.dfa.num_states > 400 and g.dfa.counters is None
     assert g.masks.num_masks < 40
+    # As a counted loop: the positions that share a mask share states too.
+    monkeypatch.setattr(pipeline, "COUNTED_LOOPS", True)
+    c = compile_json_schema({"type": "string", "maxLength": 400}, byte_vocab)
+    assert c.dfa.counters is not None and c.dfa.num_states < 60
+    assert c.masks.num_masks <= g.masks.num_masks
 
 
 def test_dense_and_sparse_forms_round_trip(deepseek: Vocabulary) -> None:
@@ -144,11 +152,12 @@ def test_artifact_size_limit(toy_vocab: Vocabulary) -> None:
         maskc.compile_json_schema({"type": "string"}, toy_vocab, options=CompileOptions(limits=Limits(max_artifact_bytes=100)))
 
 
-def test_state_limit_is_a_clear_error(byte_vocab: Vocabulary) -> None:
+def test_state_limit_is_a_clear_error(byte_vocab: Vocabulary, monkeypatch: pytest.MonkeyPatch) -> None:
     import maskc
     from maskc.compiler.errors import StateLimitExceeded
     from maskc.compiler.options import Limits
 
+    monkeypatch.setattr(pipeline, "COUNTED_LOOPS", False)  # 5,000 copies of a character
     with pytest.raises(StateLimitExceeded, match="DFA states"):
         maskc.compile_json_schema({"type": "string", "maxLength": 5000}, byte_vocab, options=CompileOptions(limits=Limits(max_states=1000)))
 

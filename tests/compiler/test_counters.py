@@ -1,0 +1,217 @@
+"""Counted loops: bounded repetitions compiled in a size that does not grow with the bound.
+
+Every test here compares against the same grammar unrolled into copies (``COUNTED_LOOPS``
+off), whose masks and language are the reference: a counted artifact must allow exactly
+the tokens the unrolled one allows, at every step of every walk, and accept exactly the
+same strings.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import maskc
+from maskc.artifacts import format as fmt
+from maskc.artifacts.analysis import eos_reachability
+from maskc.artifacts.artifact import Artifact
+from maskc.artifacts.io import save_bytes
+from maskc.compiler import pipeline
+from maskc.compiler.counters import Counters
+from maskc.compiler.nfa import _loop_plan
+from maskc.compiler.vocab import Vocabulary
+
+
+def _pair(kind: str, source: object, vocab: Vocabulary, monkeypatch: pytest.MonkeyPatch) -> tuple[Artifact, Artifact]:
+    compile_ = {"json_schema": maskc.compile_json_schema, "regex": maskc.compile_regex}[kind]
+    monkeypatch.setattr(pipeline, "COUNTED_LOOPS", True)
+    counted = compile_(source, vocab, cache=False)
+    monkeypatch.setattr(pipeline, "COUNTED_LOOPS", False)
+    unrolled = compile_(source, vocab, cache=False)
+    monkeypatch.setattr(pipeline, "COUNTED_LOOPS", True)
+    return counted, unrolled
+
+
+def _walk_both(a: Artifact, b: Artifact, vocab: Vocabulary, *, walks: int, seed: int, every_token: bool) -> int:
+    """Random walks of both artifacts' matchers in lockstep (long tokens preferred, so the
+    walks reach the bounds; some rollbacks): the same mask, the same verdict on every token
+    tried, the same ``can_terminate``. Returns the highest loop count seen."""
+    rng = random.Random(seed)
+    lens = np.array([len(t) for t in vocab.token_bytes] + [0] * (vocab.vocab_size - len(vocab.token_bytes)))
+    highest = 0
+    for _ in range(walks):
+        ma, mb = a.matcher(), b.matcher()
+        while True:
+            ia, ib = ma.allowed_token_ids(), mb.allowed_token_ids()
+            assert np.array_equal(ia, ib)
+            assert ma.can_terminate() == mb.can_terminate()
+            if not ia.size:
+                break
+            allowed = set(ia.tolist())
+            tries = range(vocab.vocab_size) if every_token else [rng.randrange(vocab.vocab_size) for _ in range(8)]
+            for u in tries:
+                ok = ma.accept_token(u)
+                assert ok == (u in allowed), u
+                if ok:
+                    ma.rollback(1)
+            if rng.random() < 0.9:
+                ia = ia[lens[ia] >= max(1, int(lens[ia].max()) // 2)]
+            t = int(rng.choice(ia))
+            assert ma.accept_token(t) and mb.accept_token(t)
+            highest = max(highest, getattr(ma, "count", 0))
+            if ma.is_terminated():
+                break
+            if rng.random() < 0.05 and ma.num_accepted > 2:
+                k = rng.randint(1, 2)
+                ma.rollback(k)
+                mb.rollback(k)
+    return highest
+
+
+def test_loop_plan_keeps_loops_a_token_away_from_the_bounds() -> None:
+    # gap 6: loops only where a bound is at least two gaps away
+    assert _loop_plan(0, 20, 6) == [("loop", 14), ("copies", 6)]
+    assert _loop_plan(13, 40, 6) == [("loop", 7), ("copies", 6), ("loop", 21), ("copies", 6)]
+    assert _loop_plan(13, None, 6) == [("loop", 7), ("copies", 6)]
+    assert _loop_plan(3, 14, 6) is None  # nothing to gain
+    assert _loop_plan(0, 11, 6) is None
+    for lo, hi in [(0, 12), (5, 100), (12, 12), (30, None), (0, 1000)]:
+        plan = _loop_plan(lo, hi, 6)
+        assert plan is not None
+        assert sum(n for _, n in plan) == (hi if hi is not None else lo)
+        assert all(n >= 6 for kind, n in plan if kind == "loop")
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "string", "minLength": 13, "maxLength": 40},
+    {"type": "string", "maxLength": 30},
+    {"type": "string", "minLength": 20},
+    {"type": "object", "properties": {"a": {"type": "string", "maxLength": 25},
+                                      "b": {"type": "array", "items": {"type": "string", "maxLength": 14}}}},
+    {"anyOf": [{"type": "string", "maxLength": 25}, {"enum": ["ab", 12]}]},
+])
+def test_counted_masks_equal_the_unrolled_masks(schema: dict[str, object], toy_vocab: Vocabulary,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    counted, unrolled = _pair("json_schema", schema, toy_vocab, monkeypatch)
+    assert counted.dfa.counters is not None and unrolled.dfa.counters is None
+    assert counted.metadata["format_version"] == fmt.COUNTED_FORMAT_VERSION
+    assert unrolled.metadata["format_version"] == fmt.FORMAT_VERSION
+    highest = _walk_both(counted, unrolled, toy_vocab, walks=40, seed=1, every_token=True)
+    assert highest >= 6  # the walks ran through loops, not only past them
+
+
+@pytest.mark.parametrize("pattern", ["[ab]{20,60}", "(ab){10,30}", "a{0,50}", "[ab]{0,40}b"])
+def test_counted_regexes_equal_the_unrolled_ones(pattern: str, toy_vocab: Vocabulary,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    counted, unrolled = _pair("regex", pattern, toy_vocab, monkeypatch)
+    assert counted.dfa.counters is not None
+    _walk_both(counted, unrolled, toy_vocab, walks=40, seed=2, every_token=True)
+    for n in range(0, 70):
+        for s in ("a" * n, "ab" * (n // 2), "b" * n):
+            assert counted.dfa.accepts(s.encode()) == unrolled.dfa.accepts(s.encode()), s
+
+
+def test_the_language_is_exact_at_every_length(toy_vocab: Vocabulary) -> None:
+    art = maskc.compile_json_schema({"type": "string", "minLength": 13, "maxLength": 40}, toy_vocab, cache=False)
+    assert art.dfa.counters is not None and art.dfa.counters.num_loops == 2
+    for n in range(0, 50):
+        for text in ("a" * n, "é" * n, "\\n" * n, "\\u00e9" * n):  # n characters each
+            m = art.matcher()
+            ok = m.accept_string('"' + text + '"') and m.can_terminate()
+            assert ok == (13 <= n <= 40), (text, n)
+
+
+def test_conflicting_counts_fall_back_to_copies(toy_vocab: Vocabulary) -> None:
+    # Two loops live at once, and a loop re-entered while it may still run: copies instead.
+    for pattern in ["a{0,50}a{0,50}", "(a{0,40}b)*"]:
+        art = maskc.compile_regex(pattern, toy_vocab, cache=False)
+        assert art.dfa.counters is None, pattern
+    art = maskc.compile_regex("a{0,50}a{0,50}", toy_vocab, cache=False)
+    assert art.dfa.accepts(b"a" * 100) and not art.dfa.accepts(b"a" * 101)
+
+
+def test_size_does_not_grow_with_the_bound(deepseek: Vocabulary) -> None:
+    sizes = set()
+    for n in (2_000, 100_000, 1_000_000):
+        art = maskc.compile_json_schema({"type": "string", "maxLength": n}, deepseek, cache=False)
+        assert art.dfa.counters is not None
+        sizes.add((art.num_states, art.num_masks))
+    assert len(sizes) == 1
+    m = art.matcher()
+    assert m.accept_string('"' + "x" * 999_999)
+    assert m.accept_string("x") and not m.accept_string("x")  # the millionth character, then no more
+    assert m.accept_string('"') and m.can_terminate()
+
+
+def test_a_long_walk_counts_across_tokens_and_rollback(deepseek: Vocabulary) -> None:
+    art = maskc.compile_json_schema({"type": "string", "maxLength": 1000}, deepseek, cache=False)
+    m = art.matcher()
+    quote = deepseek.token_id('"')
+    ten = next(i for i, t in enumerate(deepseek.token_bytes) if t == b"x" * 10) if b"x" * 10 in deepseek.token_bytes else None
+    piece = ten if ten is not None else deepseek.token_id("x")
+    width = len(deepseek.token_bytes[piece])
+    assert m.accept_token(quote)
+    written = 0
+    while written + width <= 1000:
+        assert m.accept_token(piece)
+        written += width
+    assert not m.accept_token(piece) or written + width <= 1000
+    m.rollback(3)
+    written -= 3 * width
+    assert m.count <= written
+    while written + width <= 1000:
+        assert m.accept_token(piece)
+        written += width
+    assert not m.accept_token(piece)
+    assert m.accept_token(quote) and m.can_terminate()
+
+
+def test_check_proves_eos_reachable(toy_vocab: Vocabulary) -> None:
+    art = maskc.compile_json_schema({"type": "string", "minLength": 20, "maxLength": 60}, toy_vocab, cache=False)
+    assert art.dfa.counters is not None
+    assert eos_reachability(art, toy_vocab).proved
+
+
+def test_counted_artifacts_round_trip_and_refuse_tampering(toy_vocab: Vocabulary, tmp_path: Path) -> None:
+    art = maskc.compile_json_schema({"type": "string", "maxLength": 30}, toy_vocab, cache=False)
+    back = maskc.load_artifact(art.save(tmp_path / "a.safetensors"), tokenizer=toy_vocab)
+    assert back.dfa.counters is not None
+    for name in ("region", "exit", "span"):
+        assert np.array_equal(getattr(back.dfa.counters, name), getattr(art.dfa.counters, name))
+    m = back.matcher()
+    assert m.accept_string('"' + "a" * 30) and not m.accept_string("a")
+
+    def rewrite(tensors: dict[str, np.ndarray], **meta: str) -> Path:
+        md = {**art.metadata, **meta}
+        md["content_sha256"] = fmt.content_hash(tensors, md)
+        path = tmp_path / f"t{len(list(tmp_path.iterdir()))}.safetensors"
+        path.write_bytes(save_bytes(tensors, md))
+        return path
+
+    no_counts = {k: v for k, v in art.tensors.items() if not k.startswith("count.")}
+    with pytest.raises(maskc.ArtifactCorrupt):  # version 4 without its loops
+        maskc.load_artifact(rewrite(no_counts))
+    with pytest.raises(maskc.ArtifactCorrupt):  # loops in a version-3 file
+        maskc.load_artifact(rewrite(dict(art.tensors), format_version=fmt.FORMAT_VERSION))
+    bad_exit = dict(art.tensors, **{"count.exit": np.full_like(art.tensors["count.exit"], art.num_states)})
+    bad_span = dict(art.tensors, **{"count.span": np.zeros_like(art.tensors["count.span"])})
+    bad_region = dict(art.tensors, **{"count.region": np.full_like(art.tensors["count.region"], 7)})
+    for tensors in (bad_exit, bad_span, bad_region):
+        with pytest.raises(maskc.ArtifactCorrupt):
+            maskc.load_artifact(rewrite(tensors))
+    with pytest.raises(maskc.ArtifactVersionMismatch):
+        maskc.load_artifact(rewrite(dict(art.tensors), format_version="5"))
+
+
+def test_counters_validate_their_tables() -> None:
+    i32 = np.int32
+    Counters(np.array([-1, 0, 0], i32), np.array([-1, 2, -1], i32), np.array([5], i32))
+    with pytest.raises(ValueError):
+        Counters(np.array([-1, 0, 0], i32), np.array([-1, 3, -1], i32), np.array([5], i32))  # exit out of range
+    with pytest.raises(ValueError):
+        Counters(np.array([-1, -1, 0], i32), np.array([-1, 2, -1], i32), np.array([5], i32))  # head outside loops
+    with pytest.raises(ValueError):
+        Counters(np.array([-1, 0, 0], i32), np.array([-1, 2, -1], i32), np.array([0], i32))  # empty span
