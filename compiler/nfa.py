@@ -178,14 +178,14 @@ def _build_counted(nfa: Nfa, node: Repeat, start: int, end: int) -> bool:
     loop pays, the item refers to a rule, or its DFA is not prefix-free (an item must end
     where it completes, so that an arrival at the head is one more item)."""
     assert nfa.horizon is not None
-    plan = _loop_plan(node.min, node.max, nfa.horizon + 1)
-    if plan is None or _has_ref(node.item):
-        return False
+    if _loop_plan(node.min, node.max, nfa.horizon + 1) is None or _has_ref(node.item):
+        return False  # not even one-byte items would pay
     d = _item_dfa(nfa, node.item)
+    plan = _count_plan(d, node.min, node.max, nfa.horizon)
+    if plan is None:
+        return False
     rows = d.trans.tolist()
     acc = d.accepting.tolist()
-    if acc[0] or any(acc[s] and any(t >= 0 for t in row) for s, row in enumerate(rows)):
-        return False
     runs = _class_runs(d.byte_class.tolist(), d.num_classes)
     item = _as_automaton(d)
     lo = node.min
@@ -225,6 +225,48 @@ def _build_counted(nfa: Nfa, node: Repeat, start: int, end: int) -> bool:
     else:
         nfa.eps[cur].append(end)
     return True
+
+
+def _count_plan(d: Dfa, lo: int, hi: int | None, horizon: int) -> list[tuple[str, int]] | None:
+    """:func:`_loop_plan` for ``item{lo,hi}`` with the item's minimal DFA ``d``; None when
+    the item is not prefix-free or no loop pays. A token of ``horizon`` bytes ends at most
+    ``1 + (horizon - 1) // shortest`` items (the first may have begun before it)."""
+    rows = d.trans.tolist()
+    acc = d.accepting.tolist()
+    if acc[0] or any(acc[s] and any(t >= 0 for t in row) for s, row in enumerate(rows)):
+        return None
+    most = 1 + (horizon - 1) // _shortest(rows, acc) if horizon > 0 else 0
+    return _loop_plan(lo, hi, most + 1)
+
+
+def counted_copies(item: Node, lo: int, hi: int | None, horizon: int, *, max_states: int,
+                   deadline: float | None) -> int | None:
+    """How many copies of ``item`` a counted lowering of ``item{lo,hi}`` builds for tokens
+    of at most ``horizon`` bytes (a loop is one copy); None where it would unroll (the
+    subset construction may still fall back to copies: see :func:`maskc.compiler.dfa.determinize_counted`)."""
+    if _loop_plan(lo, hi, horizon + 1) is None or _has_ref(item):
+        return None
+    from maskc.compiler.product import operand_dfa
+
+    plan = _count_plan(operand_dfa(item, max_states=max_states, deadline=deadline), lo, hi, horizon)
+    return None if plan is None else sum(1 if kind == "loop" else n for kind, n in plan)
+
+
+def _shortest(rows: list[list[int]], acc: list[bool]) -> int:
+    """The length of a shortest accepted string of a DFA (rows of targets; state 0 starts)."""
+    depth = {0: 0}
+    frontier = [0]
+    while frontier:
+        nxt = []
+        for s in frontier:
+            if acc[s]:
+                return depth[s]
+            for t in rows[s]:
+                if t >= 0 and t not in depth:
+                    depth[t] = depth[s] + 1
+                    nxt.append(t)
+        frontier = nxt
+    return 1  # no accepted string: pruned away before this is asked
 
 
 def _item_dfa(nfa: Nfa, node: Node) -> Dfa:
