@@ -451,6 +451,7 @@ class Artifact:
             "rules": list(self.pda.rule_names) if self.pda is not None else [],
             "max_depth": self.max_depth if self.pda is not None else None,
             "byte_classes": self.dfa.num_classes,
+            "counted_loops": self.dfa.counters.num_loops if self.dfa.counters is not None else 0,
             "distinct_masks": self.num_masks,
             "masks_by_kind": {"allow_list": kinds[0], "reject_list": kinds[1], "dense": kinds[2], "delta": kinds[3]},
             "table_bytes": self.nbytes,

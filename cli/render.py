@@ -117,7 +117,8 @@ def artifact_summary(out: Output, path: Path, s: dict[str, Any], verified: str |
         ("tokenizer", f"{s['tokenizer_name']}  sha256 {s['tokenizer_sha256'][:16]}…"),
         ("vocab size", f"{s['vocab_size']:,} (logits width)"),
         ("eos ids", ", ".join(map(str, s["eos_token_ids"])) or "–"),
-        ("states", f"{s['states']:,} ({s['byte_classes']} byte classes)"),
+        ("states", f"{s['states']:,} ({s['byte_classes']} byte classes"
+                   + (f", {s['counted_loops']} counted loops)" if s.get("counted_loops") else ")")),
         ("distinct masks", masks),
         ("size", sizes),
         ("versions", f"format {s['format_version']}, compiler {s['compiler_version']}"),

@@ -160,6 +160,8 @@ def worst_case_length(automaton: Dfa | Pda, max_depth: int | None = None) -> Len
 
 
 def _dfa_worst_case(dfa: Dfa) -> LengthBound:
+    if dfa.counters is not None:
+        return _counted_worst_case(dfa)
     n = dfa.num_states
     src, dst = _edges(dfa)
     outdeg = np.bincount(src, minlength=n).astype(np.int64)
@@ -188,6 +190,110 @@ def _dfa_worst_case(dfa: Dfa) -> LengthBound:
     remaining[~done] = UNBOUNDED
     prefix, loop = _loop_witness(dfa, ~done)
     return LengthBound(None, remaining, prefix, loop)
+
+
+def _counted_worst_case(dfa: Dfa) -> LengthBound:
+    """:func:`_dfa_worst_case` of a DFA with counted loops (:mod:`maskc.compiler.counters`).
+
+    A loop of ``span`` arrivals whose longest item has ``W`` bytes adds at most ``span * W``
+    bytes before its exit, or ``(span - 1) * W`` before a way out of the loop taken from
+    its head. Per state, ``remaining`` is that bound for a loop entered afresh (the most a
+    count can leave); ``max_bytes`` is exact when every item can take its longest form
+    (a string's characters can). A loop that is not counted makes outputs unbounded; the
+    witness is then left empty.
+    """
+    c = dfa.counters
+    assert c is not None
+    n = dfa.num_states
+    region, exit_ = c.region.tolist(), c.exit.tolist()
+    span = c.span.tolist()
+    head = [e >= 0 for e in exit_]
+    rows = [sorted({t for t in row if t >= 0}) for row in dfa.trans.tolist()]
+
+    def arrival(s: int, t: int) -> bool:
+        return region[s] >= 0 and region[s] == region[t] and head[t]
+
+    # Longest item per loop: from a head to an arrival, inside the loop (arrivals cut, so acyclic
+    # unless an item loops on itself).
+    item: dict[int, int] = {}
+    unbounded = False
+
+    def item_len(s: int, k: int, path: set[int]) -> int:
+        nonlocal unbounded
+        if s in item:
+            return item[s]
+        best = 0
+        path.add(s)
+        for t in rows[s]:
+            if arrival(s, t):
+                best = max(best, 1)
+            elif region[t] == k and not head[t]:
+                if t in path:
+                    unbounded = True
+                    continue
+                best = max(best, 1 + item_len(t, k, path))
+        path.discard(s)
+        item[s] = best
+        return best
+
+    widest = [0] * len(span)
+    for s in range(n):
+        if head[s]:
+            widest[region[s]] = max(widest[region[s]], item_len(s, region[s], set()))
+    rem: dict[int, int] = {}
+    exits_of: list[list[int]] = [[] for _ in span]
+    for s in range(n):
+        if head[s]:
+            exits_of[region[s]].append(s)
+    order: list[int] = []  # iterative post-order over the graph with arrivals cut and exits added
+    state = [0] * n  # 0 new, 1 open, 2 done
+
+    def succ(s: int) -> list[int]:
+        if head[s]:
+            k = region[s]
+            return [t for h in exits_of[k] for t in rows[h] + [exit_[h]] if region[t] != k]
+        return [t for t in rows[s] if not arrival(s, t)] + [h for h in exits_of[region[s]] if region[s] >= 0]
+
+    for root in range(n):
+        if state[root]:
+            continue
+        stack = [(root, iter(succ(root)))]
+        state[root] = 1
+        while stack:
+            s, it = stack[-1]
+            t = next(it, None)
+            if t is None:
+                state[s] = 2
+                order.append(s)
+                stack.pop()
+            elif state[t] == 1:
+                unbounded = True
+            elif state[t] == 0:
+                state[t] = 1
+                stack.append((t, iter(succ(t))))
+    if unbounded:
+        remaining = np.full(n, UNBOUNDED, dtype=np.int64)
+        return LengthBound(None, remaining)
+    acc = dfa.accepting.tolist()
+    for s in order:  # successors first
+        if head[s]:
+            k = region[s]
+            w = widest[k]
+            best = 0 if any(acc[h] for h in exits_of[k]) else -1
+            for h in exits_of[k]:
+                best = max(best, span[k] * w + rem[exit_[h]])
+                for t in rows[h]:
+                    if region[t] != k:
+                        best = max(best, (span[k] - 1) * w + 1 + rem[t])
+            rem[s] = best
+        else:
+            best = 0 if acc[s] else -1
+            for t in succ(s):
+                if t in rem and rem[t] >= 0:
+                    best = max(best, (1 if t in rows[s] else 0) + rem[t])
+            rem[s] = best
+    remaining = np.asarray([max(0, rem[s]) for s in range(n)], dtype=np.int64)
+    return LengthBound(int(remaining[0]), remaining)
 
 
 def _loop_witness(dfa: Dfa, open_: NDArray[np.bool_]) -> tuple[bytes, bytes]:

@@ -143,7 +143,8 @@ def load_case(path: Path, vocab: Vocabulary) -> Case:
 
 def _distance_to_end(art: Any) -> NDArray[np.int64]:
     """Per state, the fewest bytes to a state that may end its rule (breadth-first search
-    backwards over byte transitions and, in a pushdown automaton, call-return edges)."""
+    backwards over byte transitions and, in a pushdown automaton, call-return edges; a
+    counted loop's exit counts as one step)."""
     trans = art.dfa.trans
     n = trans.shape[0]
     src, cls = np.nonzero(trans >= 0)
@@ -154,6 +155,11 @@ def _distance_to_end(art: Any) -> NDArray[np.int64]:
         counts = np.diff(pda.call_offsets)
         srcs.append(np.repeat(np.arange(n, dtype=np.int64), counts))
         dsts.append(pda.call_return.astype(np.int64))
+    counters = art.dfa.counters
+    if counters is not None:  # a counted loop's exit (after its arrivals)
+        heads = np.flatnonzero(counters.exit >= 0)
+        srcs.append(heads.astype(np.int64))
+        dsts.append(counters.exit[heads].astype(np.int64))
     src_all, dst_all = np.concatenate(srcs), np.concatenate(dsts)
     order = np.argsort(dst_all, kind="stable")
     preds, starts = src_all[order], np.searchsorted(dst_all[order], np.arange(n + 1))

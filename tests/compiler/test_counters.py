@@ -20,6 +20,7 @@ from maskc.artifacts.analysis import eos_reachability
 from maskc.artifacts.artifact import Artifact
 from maskc.artifacts.io import save_bytes
 from maskc.compiler import pipeline
+from maskc.compiler.analysis import worst_case_length
 from maskc.compiler.counters import Counters
 from maskc.compiler.nfa import _loop_plan
 from maskc.compiler.vocab import Vocabulary
@@ -104,6 +105,7 @@ def test_counted_masks_equal_the_unrolled_masks(schema: dict[str, object], toy_v
     assert counted.dfa.counters is not None and unrolled.dfa.counters is None
     assert counted.metadata["format_version"] == fmt.COUNTED_FORMAT_VERSION
     assert unrolled.metadata["format_version"] == fmt.FORMAT_VERSION
+    assert worst_case_length(counted.dfa).max_bytes == worst_case_length(unrolled.dfa).max_bytes
     highest = _walk_both(counted, unrolled, toy_vocab, walks=40, seed=1, every_token=True)
     assert highest >= 2  # the walks ran through loops, not only past them
 
