@@ -240,16 +240,18 @@ def _count_plan(d: Dfa, lo: int, hi: int | None, horizon: int) -> list[tuple[str
 
 
 def counted_copies(item: Node, lo: int, hi: int | None, horizon: int, *, max_states: int,
-                   deadline: float | None) -> int | None:
-    """How many copies of ``item`` a counted lowering of ``item{lo,hi}`` builds for tokens
-    of at most ``horizon`` bytes (a loop is one copy); None where it would unroll (the
-    subset construction may still fall back to copies: see :func:`maskc.compiler.dfa.determinize_counted`)."""
+                   deadline: float | None) -> tuple[int, int] | None:
+    """``(copies, states)``: how many copies of ``item`` a counted lowering of
+    ``item{lo,hi}`` builds for tokens of at most ``horizon`` bytes (a loop is one copy), and
+    the states of each (the item's minimal DFA); None where it would unroll (the subset
+    construction may still fall back to copies: see :func:`maskc.compiler.dfa.determinize_counted`)."""
     if _loop_plan(lo, hi, horizon + 1) is None or _has_ref(item):
         return None
     from maskc.compiler.product import operand_dfa
 
-    plan = _count_plan(operand_dfa(item, max_states=max_states, deadline=deadline), lo, hi, horizon)
-    return None if plan is None else sum(1 if kind == "loop" else n for kind, n in plan)
+    d = operand_dfa(item, max_states=max_states, deadline=deadline)
+    plan = _count_plan(d, lo, hi, horizon)
+    return None if plan is None else (sum(1 if kind == "loop" else n for kind, n in plan), d.num_states)
 
 
 def _shortest(rows: list[list[int]], acc: list[bool]) -> int:

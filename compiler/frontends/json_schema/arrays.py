@@ -243,11 +243,10 @@ class ArraysMixin(Base):
             size = _dfa_size(map_refs(tail, _call_edge) if self.recursive else tail, cap, self.deadline)
             if size * counted > max_states // 4 and not self.recursive:
                 # Counted loops (maskc.compiler.counters) build copies only near the bounds.
-                copies = _counted_copies(seq(layout.sep, tail), lo, hi, len(nodes), max_states, self.deadline)
-                if copies is not None and copies < counted:
-                    cap = max_states // 4 // copies + 1
-                    size = _dfa_size(tail, cap, self.deadline)
-                    counted = copies
+                plan = _counted_copies(seq(layout.sep, tail), lo, hi, len(nodes), max_states, self.deadline)
+                if plan is not None and plan[0] < counted:
+                    counted, size = plan
+                    cap = size  # the item's exact size
             if size * counted > max_states // 4:
                 kw = "maxItems" if hi is not None else "minItems"
                 each = f"~{size}" if size <= cap else f"over {cap}"
@@ -362,15 +361,18 @@ def _call_edge(_ref: RuleRef) -> Node:
     return lit(b"\x00")  # a call is one edge: count it as one byte
 
 
-ASSUMED_HORIZON = 256
+ASSUMED_HORIZON = 128
 """The longest token the front end plans counted loops for (it compiles for no tokenizer in
-particular; DeepSeek's longest token has 128 bytes). A tokenizer with longer tokens gets
-more copies, which the compile's own state limits still bound."""
+particular; 128 bytes is DeepSeek's longest token, and the usual cap of byte-level BPE
+merges). A tokenizer with longer tokens gets more copies, which the compile's own state
+limits still bound."""
 
 
-def _counted_copies(unit: Node, lo: int, hi: int | None, fixed: int, max_states: int, deadline: float) -> int | None:
+def _counted_copies(unit: Node, lo: int, hi: int | None, fixed: int, max_states: int,
+                    deadline: float) -> tuple[int, int] | None:
     """Copies of ``unit`` (a separator and an item) that counted loops would build for the
-    items after the ``fixed`` positional ones; None where they would not count."""
+    items after the ``fixed`` positional ones, and the states of each; None where they
+    would not count."""
     from maskc.compiler.nfa import counted_copies
 
     need = max(0, lo - fixed - 1)
