@@ -140,8 +140,9 @@ def determinize_counted(
         StateLimitExceeded, TimeLimitExceeded: as :func:`determinize`.
     """
     for r in nfa.regions:
-        if r.head in _eps_reach(nfa, r.end) or r.head in _eps_reach(nfa, r.after):
-            raise CounterConflict("a counted loop can be re-entered without consuming a byte")
+        for s0 in (r.end, *r.afters):
+            if not _eps_reach(nfa, s0).isdisjoint(r.heads):
+                raise CounterConflict("a counted loop can be re-entered without consuming a byte")
     trans, byte_class, accepting, _, region, head = _subsets(
         nfa, [0], {nfa.final}, 1, max_states, deadline, counted=True)
     assert region is not None and head is not None
@@ -252,7 +253,7 @@ def _subsets(
         return got
 
     tag = nfa.tag
-    heads = {r.head for r in nfa.regions}
+    heads = {h for r in nfa.regions for h in r.heads}
     region_of: list[int] = []
     head_of: list[bool] = []
     exit_col = num_bytes  # counted NFAs have no calls: the one extra column is the exit

@@ -110,6 +110,25 @@ def test_counted_masks_equal_the_unrolled_masks(schema: dict[str, object], toy_v
     assert highest >= 2  # the walks ran through loops, not only past them
 
 
+@pytest.mark.parametrize("schema", [
+    {"type": "string", "pattern": "^[ab]+$", "maxLength": 40},
+    {"type": "string", "pattern": "^(ab|b)*$", "minLength": 14, "maxLength": 45},
+    {"type": "string", "pattern": "b", "maxLength": 30},
+])
+def test_a_pattern_under_a_length_bound_counts(schema: dict[str, object], toy_vocab: Vocabulary,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # The product of the pattern's automaton with the counted characters: one head per
+    # pattern state in each loop.
+    counted, unrolled = _pair("json_schema", schema, toy_vocab, monkeypatch)
+    assert counted.dfa.counters is not None and counted.num_states < unrolled.num_states
+    assert (worst_case_length(counted.dfa).max_bytes or 0) >= (worst_case_length(unrolled.dfa).max_bytes or 0)
+    assert _walk_both(counted, unrolled, toy_vocab, walks=40, seed=5, every_token=True) >= 6
+    for n in range(0, 60):
+        for text in ("a" * n, "b" * n, "ab" * (n // 2), "ba" * (n // 2)):
+            data = f'"{text}"'.encode()
+            assert counted.dfa.accepts(data) == unrolled.dfa.accepts(data), text
+
+
 @pytest.mark.parametrize("pattern", ["[ab]{20,60}", "(ab){10,30}", "a{0,50}", "[ab]{0,40}b"])
 def test_counted_regexes_equal_the_unrolled_ones(pattern: str, toy_vocab: Vocabulary,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
