@@ -205,8 +205,9 @@ def _counted_worst_case(dfa: Dfa) -> LengthBound:
     c = dfa.counters
     assert c is not None
     n = dfa.num_states
-    region, exit_ = c.region.tolist(), c.exit.tolist()
-    span = c.span.tolist()
+    region: list[int] = c.region.tolist()
+    exit_: list[int] = c.exit.tolist()
+    span: list[int] = c.span.tolist()
     head = [e >= 0 for e in exit_]
     rows = [sorted({t for t in row if t >= 0}) for row in dfa.trans.tolist()]
 

@@ -458,7 +458,7 @@ def _build_counted_product(nfa: Nfa, node: Product, start: int, end: int) -> boo
         seg, qa, qi = key = order[i]
         here = ids[key]
         i += 1
-        kind, p, span = segs[seg] if seg < final else ("end", rep.max if rep.max is not None else p, 0)
+        kind, p, _ = segs[seg] if seg < final else ("end", rep.max if rep.max is not None else 0, 0)
         if qi == 0:  # a boundary (a loop's head): the output may end here, and a loop may exit
             if acc_a[qa] and (kind == "end" or p >= lo):
                 nfa.eps[here].append(end)
