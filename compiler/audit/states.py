@@ -138,6 +138,9 @@ def state_blocks(dfa: Dfa, depth: int) -> NDArray[np.int64]:
     return refine(dfa.trans, dfa.accepting.astype(np.int64), max_rounds=max(1, depth))
 
 
+_EXIT = -2  # the step of a counted loop's exit in a prefix tree
+
+
 class Prefixes:
     """A shortest byte prefix to every state: a breadth-first tree from the start, visiting
     classes in order, each class written as its first printable byte when it has one."""
@@ -148,7 +151,11 @@ class Prefixes:
         self._parent = [-1] * n
         self._byte = [-1] * n
         self._parent[0] = 0
+        self._loops: dict[int, bytes] = {}  # a state past a loop's exit -> the bytes from the head
+        self._items: dict[int, bytes] = {}
         rows = dfa.trans.tolist()
+        counters = dfa.counters
+        self._heads = (counters.exit >= 0).tolist() if counters is not None else []
         queue = deque([0])
         while queue:
             s = queue.popleft()
@@ -157,6 +164,94 @@ class Prefixes:
                     self._parent[t] = s
                     self._byte[t] = self._rep[c]
                     queue.append(t)
+            if counters is not None and counters.exit[s] >= 0:
+                e, items = self._through_loop(dfa, rows, s)
+                if e >= 0 and self._parent[e] < 0:
+                    self._loops[e] = items
+                    self._parent[e] = s
+                    self._byte[e] = _EXIT
+                    queue.append(e)
+
+    def _through_loop(self, dfa: Dfa, rows: list[list[int]], head: int) -> tuple[int, bytes]:
+        """From a loop's ``head`` (reached by its prefix), the state its loop exits to and the
+        bytes that get there: shortest items, one arrival each, until the count runs out;
+        ``(-1, b"")`` when no item leads on."""
+        counters = dfa.counters
+        assert counters is not None
+        region = counters.region.tolist()
+        q, count = counters.walk(dfa, 0, 0, self.prefix(head))
+        if q != head:
+            return -1, b""
+        k = region[head]
+        out = bytearray()
+        # Shortest items up to the last few arrivals, then the shortest way to make the
+        # last arrival at ``head`` itself, so that its own exit is taken.
+        rest = min(int(counters.span[k]) - count, region.count(k))
+        while int(counters.span[k]) - count > rest:
+            step = self._items.get(q)
+            if step is None:
+                step = self._items[q] = self._item(rows, region, q, -1)
+            if not step:
+                return -1, b""
+            q, count = counters.walk(dfa, q, count, step)
+            out += step
+            if q < 0 or region[q] != k:
+                return -1, b""
+        tail = self._finish(rows, region, q, head, rest)
+        if tail is None:
+            return -1, b""
+        q, count = counters.walk(dfa, q, count, tail)
+        if q < 0 or region[q] == k:
+            return -1, b""
+        return q, bytes(out + tail)
+
+    def _finish(self, rows: list[list[int]], region: list[int], start: int, head: int, arrivals: int) -> bytes | None:
+        """The shortest bytes from ``start`` inside its loop that make exactly ``arrivals``
+        arrivals, the last one at ``head``; None when there are none."""
+        heads = self._heads
+        back: dict[tuple[int, int], tuple[tuple[int, int], int]] = {}
+        queue = deque([(start, arrivals)])
+        while queue:
+            node = queue.popleft()
+            s, left = node
+            for c, t in enumerate(rows[s]):
+                if t < 0 or region[t] != region[start]:
+                    continue
+                nxt = (t, left - 1) if heads[t] else (t, left)
+                if heads[t] and left == 1:
+                    if t != head:
+                        continue
+                    out = bytearray([self._rep[c]])
+                    while node != (start, arrivals):
+                        node, b = back[node]
+                        out.append(b)
+                    return bytes(reversed(out))
+                if nxt not in back and nxt != (start, arrivals):
+                    back[nxt] = (node, self._rep[c])
+                    queue.append(nxt)
+        return None
+
+    def _item(self, rows: list[list[int]], region: list[int], head: int, target: int) -> bytes:
+        """The shortest bytes from ``head`` to an arrival at ``target`` (-1: at any head of
+        its loop): one item; empty when there is none."""
+        heads = self._heads
+        back: dict[int, tuple[int, int]] = {}
+        queue = deque([head])
+        while queue:
+            s = queue.popleft()
+            for c, t in enumerate(rows[s]):
+                if t < 0 or region[t] != region[head]:
+                    continue
+                if heads[t] and target in (-1, t):
+                    out = bytearray([self._rep[c]])
+                    while s != head:
+                        s, b = back[s]
+                        out.append(b)
+                    return bytes(reversed(out))
+                if not heads[t] and t not in back:
+                    back[t] = (s, self._rep[c])
+                    queue.append(t)
+        return b""
 
     def reachable(self, state: int) -> bool:
         return self._parent[state] >= 0
@@ -171,7 +266,11 @@ class Prefixes:
             raise ValueError(f"state {state} is not reachable from the start")
         out = bytearray()
         while state != 0:
-            out.append(self._byte[state])
+            b = self._byte[state]
+            if b == _EXIT:
+                out.extend(reversed(self._loops[state]))
+            else:
+                out.append(b)
             state = self._parent[state]
         return bytes(reversed(out))
 

@@ -241,3 +241,20 @@ def test_counters_validate_their_tables() -> None:
         Counters(np.array([-1, -1, 0], i32), np.array([-1, 2, -1], i32), np.array([5], i32))  # head outside loops
     with pytest.raises(ValueError):
         Counters(np.array([-1, 0, 0], i32), np.array([-1, 2, -1], i32), np.array([0], i32))  # empty span
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "string", "minLength": 13, "maxLength": 40},
+    {"type": "string", "pattern": "^(ab|b)*$", "minLength": 14, "maxLength": 45},
+    {"type": "array", "items": {"enum": ["ab", "b", True]}, "minItems": 10, "maxItems": 30},
+])
+def test_audit_prefixes_reach_every_state_through_loop_exits(schema: dict[str, object], toy_vocab: Vocabulary) -> None:
+    from maskc.compiler.audit.states import Prefixes
+
+    art = maskc.compile_json_schema(schema, toy_vocab, cache=False)
+    counters = art.dfa.counters
+    assert counters is not None
+    prefixes = Prefixes(art.dfa)
+    for s in range(art.num_states):
+        assert prefixes.reachable(s)
+        assert counters.walk(art.dfa, 0, 0, prefixes.prefix(s))[0] == s
