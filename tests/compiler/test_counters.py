@@ -258,3 +258,15 @@ def test_audit_prefixes_reach_every_state_through_loop_exits(schema: dict[str, o
     for s in range(art.num_states):
         assert prefixes.reachable(s)
         assert counters.walk(art.dfa, 0, 0, prefixes.prefix(s))[0] == s
+
+
+def test_jump_forward_at_the_bound(toy_vocab: Vocabulary) -> None:
+    art = maskc.compile_json_schema({"type": "object", "properties": {"s": {"type": "string", "maxLength": 30}},
+                                     "required": ["s"]}, toy_vocab, cache=False)
+    assert art.dfa.counters is not None
+    m = art.matcher()
+    assert m.accept_string('{"s":"' + "a" * 29)
+    assert m.find_jump_forward_string() == ""  # one more character, or the end of the string
+    assert m.accept_string("b")
+    assert m.find_jump_forward_string() == '"}'  # the bound is reached: only the close is left
+    assert not m.accept_string("a") and m.accept_string('"}') and m.can_terminate()
