@@ -181,6 +181,25 @@ def test_counted_max_items_over_budget_is_a_state_limit_with_numbers() -> None:
     assert [d["keyword"] for d in dropped] == ["maxItems"]
 
 
+def test_counted_max_items_message_gives_the_item_size_not_the_cap() -> None:
+    # a long bound makes the first estimate's cap tiny (a quarter of the budget per item):
+    # the refusal still names the item's real size and a budget that would compile it
+    item = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 60}, "b": {"type": "integer"}},
+            "required": ["a", "b"]}
+    schema = {"type": "array", "items": item, "maxItems": 50}
+    with pytest.raises(StateLimitExceeded) as e:
+        schema_to_ir(schema, CompileOptions(limits=Limits(max_states=2000)))
+    each = int(e.value.message.split("items of ~")[1].split()[0])
+    assert each > 2000 // 4 // 49 + 1  # more than the cap the over-budget test used
+    needed = int((e.value.hint or "").split("--max-states to ")[1].split()[0])
+    schema_to_ir(schema, CompileOptions(limits=Limits(max_states=needed)))
+    # an item over the whole budget: no number that would not compile is promised
+    with pytest.raises(StateLimitExceeded) as e:
+        schema_to_ir(schema, CompileOptions(limits=Limits(max_states=40)))
+    assert "over 40 states each" in e.value.message
+    assert "item alone is over max_states (40)" in (e.value.hint or "") and "--max-states to" not in (e.value.hint or "")
+
+
 def test_limits_are_part_of_the_options_and_the_artifact(byte_vocab: Vocabulary) -> None:
     small = maskc.Limits(max_states=5000, max_seconds=60)
     art = maskc.compile_json_schema({"type": "boolean"}, byte_vocab,

@@ -247,6 +247,11 @@ class ArraysMixin(Base):
                 if plan is not None and plan[0] < counted:
                     counted, size = plan
                     cap = size  # the item's exact size
+            if size * counted > max_states // 4 and size > cap:
+                # The cap only told that the repeat is over budget; the message and its hint
+                # need the item's own size (lowered up to the whole budget, on this path only).
+                cap = max_states
+                size = _dfa_size(map_refs(tail, _call_edge) if self.recursive else tail, cap, self.deadline)
             if size * counted > max_states // 4:
                 kw = "maxItems" if hi is not None else "minItems"
                 each = f"~{size}" if size <= cap else f"over {cap}"
@@ -257,9 +262,10 @@ class ArraysMixin(Base):
                         f"{kw} {hi if hi is not None else lo} counts items of {each} states each; the "
                         f"repeat (at most a quarter of max_states {max_states})", limit=max_states // 4,
                         got=size * counted, pointer=_ptr(pointer, kw),
-                        hint=f"a counted repeat may take a quarter of max_states ({max_states}): raise "
-                        f"--max-states to {4 * size * counted} or more, lower {kw}, or compile with "
-                        "--lenient to drop the bound (recorded as not enforced)",
+                        hint=(f"a counted repeat may take a quarter of max_states ({max_states}): raise "
+                              f"--max-states to {4 * size * counted} or more" if size <= cap else
+                              f"the item alone is over max_states ({max_states}): simplify the item")
+                        + f", lower {kw}, or compile with --lenient to drop the bound (recorded as not enforced)",
                     )
                 self.unsupported(kw, _ptr(pointer, kw), f"{need}, over a quarter of max_states ({max_states})")
                 if hi is not None:
