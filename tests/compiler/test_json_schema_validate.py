@@ -12,6 +12,7 @@ import pytest
 import maskc
 from maskc.compiler.errors import SchemaError, StateLimitExceeded, UnsupportedKeyword
 from maskc.compiler.frontends.json_schema import schema_to_ir
+from maskc.compiler.frontends.json_schema import arrays
 from maskc.compiler.frontends.json_schema.validate import MAX_SCHEMA_NESTING, check_schema
 from maskc.compiler.options import CompileOptions, Limits
 from maskc.compiler.pipeline import source_of
@@ -181,7 +182,7 @@ def test_counted_max_items_over_budget_is_a_state_limit_with_numbers() -> None:
     assert [d["keyword"] for d in dropped] == ["maxItems"]
 
 
-def test_counted_max_items_message_gives_the_item_size_not_the_cap() -> None:
+def test_counted_max_items_message_gives_the_item_size_not_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     # a long bound makes the first estimate's cap tiny (a quarter of the budget per item):
     # the refusal still names the item's real size and a budget that would compile it
     item = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 60}, "b": {"type": "integer"}},
@@ -198,6 +199,12 @@ def test_counted_max_items_message_gives_the_item_size_not_the_cap() -> None:
         schema_to_ir(schema, CompileOptions(limits=Limits(max_states=40)))
     assert "over 40 states each" in e.value.message
     assert "item alone is over max_states (40)" in (e.value.hint or "") and "--max-states to" not in (e.value.hint or "")
+    # no time to size it: the hint says what is known, a lower bound
+    monkeypatch.setattr(arrays, "ITEM_SIZE_SECONDS", 0.0)
+    with pytest.raises(StateLimitExceeded) as e:
+        schema_to_ir(schema, CompileOptions(limits=Limits(max_states=2000)))
+    assert "items of over 11 states each" in e.value.message
+    assert "--max-states to over 2200 (the item is over 11 states)" in (e.value.hint or "")
 
 
 def test_limits_are_part_of_the_options_and_the_artifact(byte_vocab: Vocabulary) -> None:

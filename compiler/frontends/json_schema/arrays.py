@@ -22,7 +22,9 @@ union branches, or one with ``not``/``if``/``dependentSchemas``).
 
 from __future__ import annotations
 
-from maskc.compiler.errors import EmptyLanguage, SchemaError, StateLimitExceeded, UnsupportedKeyword
+import time
+
+from maskc.compiler.errors import EmptyLanguage, SchemaError, StateLimitExceeded, TimeLimitExceeded, UnsupportedKeyword
 from maskc.compiler.frontends.json_schema.base import TYPES, Base, JsonValue
 from maskc.compiler.frontends.json_schema.base import ptr as _ptr
 from maskc.compiler.frontends.json_schema.complement import complement
@@ -249,9 +251,9 @@ class ArraysMixin(Base):
                     cap = size  # the item's exact size
             if size * counted > max_states // 4 and size > cap:
                 # The cap only told that the repeat is over budget; the message and its hint
-                # need the item's own size (lowered up to the whole budget, on this path only).
-                cap = max_states
-                size = _dfa_size(map_refs(tail, _call_edge) if self.recursive else tail, cap, self.deadline)
+                # need the item's own size (on this path only, for a second at most).
+                size, cap = _item_size(map_refs(tail, _call_edge) if self.recursive else tail, cap, max_states,
+                                       self.deadline)
             if size * counted > max_states // 4:
                 kw = "maxItems" if hi is not None else "minItems"
                 each = f"~{size}" if size <= cap else f"over {cap}"
@@ -262,9 +264,7 @@ class ArraysMixin(Base):
                         f"{kw} {hi if hi is not None else lo} counts items of {each} states each; the "
                         f"repeat (at most a quarter of max_states {max_states})", limit=max_states // 4,
                         got=size * counted, pointer=_ptr(pointer, kw),
-                        hint=(f"a counted repeat may take a quarter of max_states ({max_states}): raise "
-                              f"--max-states to {4 * size * counted} or more" if size <= cap else
-                              f"the item alone is over max_states ({max_states}): simplify the item")
+                        hint=_budget_hint(size, cap, counted, max_states)
                         + f", lower {kw}, or compile with --lenient to drop the bound (recorded as not enforced)",
                     )
                 self.unsupported(kw, _ptr(pointer, kw), f"{need}, over a quarter of max_states ({max_states})")
@@ -389,6 +389,35 @@ def _counted_copies(unit: Node, lo: int, hi: int | None, fixed: int, max_states:
         return counted_copies(unit, need, more, ASSUMED_HORIZON, max_states=max_states, deadline=deadline)
     except StateLimitExceeded:
         return None
+
+
+def _budget_hint(size: int, cap: int, counted: int, max_states: int) -> str:
+    """What budget would count ``counted`` items of ``size`` states (``size > cap``: over ``cap``)."""
+    if size > cap >= max_states:
+        return f"the item alone is over max_states ({max_states}): simplify the item"
+    need = (f"{4 * size * counted} or more" if size <= cap
+            else f"over {4 * cap * counted} (the item is over {cap} states)")
+    return f"a counted repeat may take a quarter of max_states ({max_states}): raise --max-states to {need}"
+
+
+ITEM_SIZE_SECONDS = 1.0
+"""How long a refusal may spend sizing an item for its message (caps grow 8x a round)."""
+
+
+def _item_size(node: Node, cap: int, max_states: int, deadline: float) -> tuple[int, int]:
+    """``(size, cap)`` of an item known to be over ``cap`` states: lowered again with caps
+    8x larger, up to ``max_states``, for :data:`ITEM_SIZE_SECONDS` at most; ``size > cap``
+    still means only "over ``cap``"."""
+    stop = time.monotonic() + ITEM_SIZE_SECONDS
+    size = cap + 1
+    while size > cap and cap < max_states:
+        wider = min(max_states, cap * 8)
+        try:
+            size = _dfa_size(node, wider, min(deadline, stop))
+        except TimeLimitExceeded:
+            break
+        cap = wider
+    return size, cap
 
 
 def _dfa_size(node: Node, cap: int, deadline: float) -> int:
