@@ -8,6 +8,7 @@ same strings.
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 
@@ -36,16 +37,18 @@ def _pair(kind: str, source: object, vocab: Vocabulary, monkeypatch: pytest.Monk
     return counted, unrolled
 
 
-def _walk_both(a: Artifact, b: Artifact, vocab: Vocabulary, *, walks: int, seed: int, every_token: bool) -> int:
+def _walk_both(a: Artifact, b: Artifact, vocab: Vocabulary, *, walks: int, seed: int, every_token: bool,
+               steps: int | None = None) -> int:
     """Random walks of both artifacts' matchers in lockstep (long tokens preferred, so the
-    walks reach the bounds; some rollbacks): the same mask, the same verdict on every token
-    tried, the same ``can_terminate``. Returns the highest loop count seen."""
+    walks reach the bounds; some rollbacks; at most ``steps`` tokens each where given): the
+    same mask, the same verdict on every token tried, the same ``can_terminate``. Returns
+    the highest loop count seen."""
     rng = random.Random(seed)
     lens = np.array([len(t) for t in vocab.token_bytes] + [0] * (vocab.vocab_size - len(vocab.token_bytes)))
     highest = 0
     for _ in range(walks):
         ma, mb = a.matcher(), b.matcher()
-        while True:
+        for _step in itertools.count() if steps is None else range(steps):
             ia, ib = ma.allowed_token_ids(), mb.allowed_token_ids()
             assert np.array_equal(ia, ib)
             assert ma.can_terminate() == mb.can_terminate()
@@ -270,3 +273,25 @@ def test_jump_forward_at_the_bound(toy_vocab: Vocabulary) -> None:
     assert m.accept_string("b")
     assert m.find_jump_forward_string() == '"}'  # the bound is reached: only the close is left
     assert not m.accept_string("a") and m.accept_string('"}') and m.can_terminate()
+
+
+# Real schemas (MaskBench, DeepSeek): strings bounded by maxLength 500..8192 among other
+# members, counted against the same schema unrolled, through walks that reach the bounds.
+REAL_COUNTED = ["Github_easy---o9900.json", "Github_trivial---o48167.json", "Snowplow---sp_66_Normalized.json"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", REAL_COUNTED)
+def test_real_schemas_count_as_they_unroll(name: str, deepseek: Vocabulary, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.maskbench import MASKBENCH_HOWTO, maskbench_dir
+
+    folder = maskbench_dir()
+    if folder is None:
+        pytest.skip(MASKBENCH_HOWTO)
+    import json
+
+    schema = json.loads((folder / name).read_text())["schema"]
+    counted, unrolled = _pair("json_schema", schema, deepseek, monkeypatch)
+    assert counted.summary()["counted_loops"] >= 1 and unrolled.summary()["counted_loops"] == 0
+    assert counted.summary()["states"] < unrolled.summary()["states"]
+    assert _walk_both(counted, unrolled, deepseek, walks=3, seed=11, every_token=False, steps=400) > 300
