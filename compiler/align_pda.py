@@ -192,7 +192,7 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
         return j
 
     seeds = np.asarray([intern(close_both({((), q)}, set(), True)) for q in range(pda.num_states)], dtype=np.int64)
-    rows: list[int] = []  # the rows of the subsets' transitions, concatenated
+    rows = array("i")  # the rows of the subsets' transitions, concatenated (4 bytes a cell)
     group_memo: dict[tuple[frozenset[int], bool], list[tuple[dict[int, int], list[int]]]] = {}
     i = 0
     while i < len(order):
@@ -232,7 +232,7 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
                     row[cl] = j
         rows.extend(row)
         i += 1
-    any_t = np.frombuffer(array("i", rows), dtype=np.int32).reshape(len(order), nclasses).copy()
+    any_t = np.frombuffer(rows, dtype=np.int32).reshape(len(order), nclasses).copy()
     # the 'accepted' automaton: the same subsets, inside configurations only
     local_ids: dict[frozenset[Local], int] = {}
     local_of = np.full(len(order), DEAD, dtype=np.int64)
