@@ -49,6 +49,7 @@ _Answer = tuple["NDArray[np.int32]", bool]  # a bitmask row and whether the outp
 _DEEPER = object()
 MEMO_LIMIT = 8192
 FORCED_LIMIT = 256
+MANY_CANDIDATES = 512  # a mask with this many candidates steps their first bytes in arrays
 
 
 _INF = 1 << 30
@@ -366,6 +367,7 @@ class PushdownRuntime:
         max_need = int(pda.need.max()) if pda.num_states else 0
         # Precomputed masks hold while a token's inline calls cannot meet the depth bound.
         self.fast_headroom = art.inline_depth + max_need + 1
+        self.vocab = vocab
         self.tokens = vocab.token_bytes
         # (word, bit) of each EOS id: set one by one (a scatter costs more for so few)
         self._eos_bits = [(e >> 5, 1 << (e & 31)) for e in art.eos_token_ids]
@@ -394,6 +396,7 @@ class PushdownRuntime:
         self._kinds: Sequence[int] | None = None
         self._needs: Sequence[int] | None = None
         self._no_uncertain: Sequence[int] | None = None
+        self._heads: tuple[NDArray[np.int64], NDArray[np.uint8]] | None = None
 
     @property
     def flat_need(self) -> list[int]:
@@ -559,7 +562,7 @@ class PushdownRuntime:
                 cand = cand[np.concatenate(([True], cand[1:] != cand[:-1]))]
             cand = cand[((row[cand >> 5] >> (cand & 31).astype(np.uint32)) & 1) == 0]
             if self.fast:
-                self._run_candidates(w, len(config), cand.tolist(), row)
+                self._run_candidates(w, len(config), cand, row)
             else:
                 after: dict[bytes, list[Derived]] = {}  # stacks after a prefix: candidates share them
                 for t in cand.tolist():
@@ -573,39 +576,72 @@ class PushdownRuntime:
         self._store(self._mask_memo, config, None, j, w, result)
         return result
 
-    def _run_candidates(self, w: _Walk, n: int, cand: list[int], row: NDArray[np.uint32]) -> None:
+    def _token_heads(self) -> tuple[NDArray[np.int64], NDArray[np.uint8]]:
+        """Each token's length and the class of its first byte (0 for an empty token), from
+        the vocabulary's flat bytes (built once a process): built the first time a mask has
+        many candidates to walk."""
+        if self._heads is None:
+            flat, offsets = self.vocab.flat()
+            lens = np.diff(offsets)
+            firsts = np.zeros(lens.shape[0], dtype=np.uint8)
+            some = lens > 0
+            firsts[some] = flat[offsets[:-1][some]]
+            self._heads = (lens, np.frombuffer(self._class_of, dtype=np.uint8)[firsts])
+        return self._heads
+
+    def _run_candidates(self, w: _Walk, n: int, cand: NDArray[np.int64], row: NDArray[np.uint32]) -> None:
         """Set the bit of each token of ``cand`` whose bytes survive from the ``n`` stacks of
         ``w``'s configuration. The walks share their steps: the stacks reached so far (unclosed)
         and a byte class determine the stacks after it, whatever bytes led there, so each
         distinct (stacks, class) pair is closed and stepped once, the same closes and steps the
         candidates' own walks would take (hence the same reads recorded). Stacks are numbered as
-        met; a candidate then costs a lookup per byte."""
+        met; a candidate then costs a lookup per byte. Where there are many candidates, their
+        first bytes are stepped in arrays (most candidates die there) and only the survivors
+        walk on one by one."""
         states: list[tuple[Derived, ...]] = [tuple((i, 0, ()) for i in range(n))]
         moves: list[dict[int, int]] = [{}]  # per numbered stacks: class -> next number, -1 dead
         number: dict[tuple[Derived, ...], int] = {states[0]: 0}
         closed_of: dict[int, list[Derived]] = {}
         class_of = self._class_of
-        tokens = self.tokens
+
+        def move(k: int, c: int) -> int:
+            closed = closed_of.get(k)
+            if closed is None:
+                closed = closed_of[k] = w.close(list(states[k]))
+            after = tuple(w.step(closed, class_of.index(c)))  # any byte of the class
+            if not after:
+                got = -1
+            else:
+                got = number.get(after, -2)
+                if got == -2:
+                    got = number[after] = len(states)
+                    states.append(after)
+                    moves.append({})
+            moves[k][c] = got
+            return got
+
         bits: dict[int, int] = {}  # word -> bits of the surviving tokens (one numpy write at the end)
-        for t in cand:
-            k = 0
-            for c in tokens[t].translate(class_of):
-                move = moves[k]
-                got = move.get(c)
+        walks: list[tuple[int, int, int]] = []  # (token, stacks reached, bytes walked)
+        if cand.shape[0] >= MANY_CANDIDATES:
+            lens, first = self._token_heads()
+            length, head = lens[cand], first[cand]
+            after = np.full(256, -1, dtype=np.int64)
+            for c in np.flatnonzero(np.bincount(head[length > 0], minlength=256)).tolist():
+                after[c] = move(0, c)
+            reached = np.where(length > 0, after[head], 0)
+            done = cand[(reached >= 0) & (length <= 1)]
+            if done.size:
+                np.bitwise_or.at(row, done >> 5, (np.uint32(1) << (done & 31).astype(np.uint32)))
+            on = (reached >= 0) & (length > 1)
+            walks = list(zip(cand[on].tolist(), reached[on].tolist(), [1] * int(on.sum())))
+        else:
+            walks = [(t, 0, 0) for t in cand.tolist()]
+        tokens = self.tokens
+        for t, k, skip in walks:
+            for c in (tokens[t][skip:] if skip else tokens[t]).translate(class_of):
+                got = moves[k].get(c)
                 if got is None:
-                    closed = closed_of.get(k)
-                    if closed is None:
-                        closed = closed_of[k] = w.close(list(states[k]))
-                    after = tuple(w.step(closed, class_of.index(c)))  # any byte of the class
-                    if not after:
-                        got = -1
-                    else:
-                        got = number.get(after)
-                        if got is None:
-                            got = number[after] = len(states)
-                            states.append(after)
-                            moves.append({})
-                    move[c] = got
+                    got = move(k, c)
                 if got < 0:
                     break
                 k = got

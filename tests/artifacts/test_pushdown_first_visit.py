@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from maskc.artifacts.artifact import Artifact
+from maskc.artifacts import pushdown
 from maskc.artifacts.pushdown import Config, PushdownRuntime, _FastWalk, _set_bits, _Walk
 from maskc.compiler.maskstore import unpack_bool
 from maskc.compiler.vocab import Vocabulary
@@ -19,6 +20,13 @@ from tests.compiler.test_pushdown import AMB_IR, ARR_IR, MUT_IR, OBJ_IR
 
 GRAMMARS = {"arrays": ARR_IR, "objects": OBJ_IR, "mutual": MUT_IR, "ambiguous": AMB_IR}
 
+
+@pytest.fixture(params=["one by one", "first bytes in arrays"])
+def candidate_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A mask's candidates walked one by one, or (every mask, however few) their first bytes
+    stepped in arrays as a mask with many candidates does."""
+    monkeypatch.setattr(pushdown, "MANY_CANDIDATES", 1 << 30 if request.param == "one by one" else 0)
+    return str(request.param)
 
 
 
@@ -82,7 +90,7 @@ def test_inlined_walk_reads_what_the_general_walk_reads(name: str, max_depth: in
 
 
 @pytest.mark.parametrize("name", sorted(GRAMMARS))
-def test_first_answers_equal_the_reference(name: str, pda_vocab: Vocabulary) -> None:
+def test_first_answers_equal_the_reference(name: str, pda_vocab: Vocabulary, candidate_path: str) -> None:
     """Each configuration asked of fresh runtimes: every answer is a first visit."""
     art = _loaded(GRAMMARS[name], pda_vocab, 3)
     tokens = [(t, b) for t, b in enumerate(pda_vocab.token_bytes) if b and t not in pda_vocab.special_ids]
@@ -107,7 +115,8 @@ def _memo_rows(memo: dict[object, list[tuple[object, object, object]]]) -> dict[
 
 @pytest.mark.parametrize("name", sorted(GRAMMARS))
 @pytest.mark.parametrize("max_depth", [2, 3, 6])
-def test_first_masks_record_what_the_reference_records(name: str, max_depth: int, pda_vocab: Vocabulary) -> None:
+def test_first_masks_record_what_the_reference_records(name: str, max_depth: int, pda_vocab: Vocabulary,
+                                                       candidate_path: str) -> None:
     """A computed mask walks its candidates together (stacks shared between candidates): it
     leaves the same memo entries (reach and headroom) as the reference's walk of each one."""
     art = _loaded(GRAMMARS[name], pda_vocab, max_depth)
