@@ -49,7 +49,7 @@ _Answer = tuple["NDArray[np.int32]", bool]  # a bitmask row and whether the outp
 _DEEPER = object()
 MEMO_LIMIT = 8192
 FORCED_LIMIT = 256
-MANY_CANDIDATES = 512  # a mask with this many candidates steps their first bytes in arrays
+MANY_CANDIDATES = 1024  # a mask with this many candidates steps their first bytes in arrays
 
 
 _INF = 1 << 30
