@@ -106,12 +106,7 @@ def _build(nfa: Nfa, node: Node, start: int, end: int) -> None:
             _build(nfa, item, cur, nxt)
             cur = nxt
         if node.max is None:
-            loop = nfa.new()
-            nfa.eps[cur].append(loop)
-            body_end = nfa.new()
-            _build(nfa, item, loop, body_end)
-            nfa.eps[body_end].append(loop)
-            nfa.eps[loop].append(end)
+            _build_star(nfa, item, cur, end)
         else:
             # Optional copies nest as (x(x(x)?)?)? so subsets stay small.
             for _ in range(node.max - node.min):
@@ -140,6 +135,16 @@ def _build(nfa: Nfa, node: Node, start: int, end: int) -> None:
         nfa.edges[start].append((label, label, end))
     else:  # pragma: no cover - the IR is closed
         raise TypeError(f"not an IR node: {node!r}")
+
+
+def _build_star(nfa: Nfa, item: Node, start: int, end: int) -> None:
+    """``item*`` between ``start`` and ``end``: a loop state the item returns to."""
+    loop = nfa.new()
+    nfa.eps[start].append(loop)
+    body_end = nfa.new()
+    _build(nfa, item, loop, body_end)
+    nfa.eps[body_end].append(loop)
+    nfa.eps[loop].append(end)
 
 
 COPY_AS_DFA = 8
@@ -218,12 +223,7 @@ def _build_counted(nfa: Nfa, node: Repeat, start: int, end: int) -> bool:
         nfa.regions.append(Region((head,), (after,), end, n))
         cur, pos = after, pos + n
     if node.max is None:
-        loop = nfa.new()
-        nfa.eps[cur].append(loop)
-        body_end = nfa.new()
-        _build(nfa, item, loop, body_end)
-        nfa.eps[body_end].append(loop)
-        nfa.eps[loop].append(end)
+        _build_star(nfa, item, cur, end)
     else:
         nfa.eps[cur].append(end)
     return True
