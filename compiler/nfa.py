@@ -33,8 +33,8 @@ class Region:
     a head, standing for ``span`` consecutive positions of a bounded repetition. The
     runtime counts arrivals at a head and takes its ``COUNT_EXIT`` edge (to the matching
     state of ``afters``, the position past the loop) at the ``span``-th; ``end`` is the
-    repetition's end. A plain repetition has one head; its product with another
-    automaton (a pattern under ``maxLength``) has one per state of the other."""
+    repetition's end. A repetition lowered here has one head; the runtime and the
+    analyses take any number (one per state of an automaton run beside the item)."""
 
     heads: tuple[int, ...]
     afters: tuple[int, ...]
@@ -397,100 +397,13 @@ def _class_runs(byte_class: list[int], num_classes: int) -> list[list[tuple[int,
     return runs
 
 
-def _build_counted_product(nfa: Nfa, node: Product, start: int, end: int) -> bool:
-    """Lower ``a and item{lo,hi}`` (a pattern or format under a length bound) with counted
-    loops: the product of ``a``'s DFA with the repetition laid out as :func:`_build_counted`
-    lays it out, each loop one region with a head per state of ``a``. False (nothing built)
-    where the repetition would not count."""
-    rep = node.b
-    if node.op != "and" or not isinstance(rep, Repeat) or _has_ref(node.a) or _has_ref(rep.item):
-        return False
-    assert nfa.horizon is not None
-    if _loop_plan(rep.min, rep.max, nfa.horizon + 1) is None:
-        return False
-    di = _item_dfa(nfa, rep.item)
-    plan = _count_plan(di, rep.min, rep.max, nfa.horizon)
-    if plan is None:
-        return False
-    from maskc.compiler.product import operand_dfa
-
-    da = operand_dfa(node.a, max_states=max(1, nfa.max_states - nfa.size), deadline=nfa.deadline)
-    # Segments: one per item copy (from position p), one per loop, and a trailing star when
-    # the repetition has no maximum; boundary i is the position before segment i.
-    segs: list[tuple[str, int, int]] = []  # (kind, position at its start, span)
-    pos = 0
-    for kind, n in plan:
-        if kind == "loop":
-            segs.append(("loop", pos, n))
-            pos += n
-        else:
-            segs.extend(("copy", pos + j, 1) for j in range(n))
-            pos += n
-    if rep.max is None:
-        segs.append(("star", pos, 0))
-    final = len(segs)
-    lo = rep.min
-    ca, ci = da.byte_class.tolist(), di.byte_class.tolist()
-    pair_class: dict[tuple[int, int], int] = {}
-    byte_class = [pair_class.setdefault((ca[b], ci[b]), len(pair_class)) for b in range(256)]
-    classes = list(pair_class)
-    runs = _class_runs(byte_class, len(classes))
-    ta, ti = da.trans.tolist(), di.trans.tolist()
-    acc_a, acc_i = da.accepting.tolist(), di.accepting.tolist()
-    region_of = {i: len(nfa.regions) + j for j, i in enumerate(i for i, sg in enumerate(segs) if sg[0] == "loop")}
-    ids: dict[tuple[int, int, int], int] = {}
-    order: list[tuple[int, int, int]] = []
-
-    def state(key: tuple[int, int, int]) -> int:
-        got = ids.get(key)
-        if got is None:
-            got = ids[key] = nfa.new()
-            order.append(key)
-            k = region_of.get(key[0])
-            if k is not None:
-                nfa.tag[got] = k
-        return got
-
-    nfa.eps[start].append(state((0, 0, 0)))
-    heads: dict[int, list[tuple[int, int]]] = {k: [] for k in region_of.values()}
-    i = 0
-    while i < len(order):
-        seg, qa, qi = key = order[i]
-        here = ids[key]
-        i += 1
-        kind, p, _ = segs[seg] if seg < final else ("end", rep.max if rep.max is not None else 0, 0)
-        if qi == 0:  # a boundary (a loop's head): the output may end here, and a loop may exit
-            if acc_a[qa] and (kind == "end" or p >= lo):
-                nfa.eps[here].append(end)
-            if kind == "loop":
-                after = state((seg + 1, qa, 0))
-                nfa.edges[here].append((COUNT_EXIT, COUNT_EXIT, after))
-                heads[region_of[seg]].append((here, after))
-        if kind == "end":
-            continue
-        for k, (xa, xi) in enumerate(classes):
-            na, ni = ta[qa][xa], ti[qi][xi]
-            if na < 0 or ni < 0:
-                continue
-            if acc_i[ni]:  # an item ends: the next position (a loop's or star's own head)
-                key2 = (seg + 1, na, 0) if kind == "copy" else (seg, na, 0)
-            else:
-                key2 = (seg, na, ni)
-            tgt = state(key2)
-            nfa.edges[here].extend((b, e, tgt) for b, e in runs[k])
-    for seg, k in region_of.items():
-        pairs = heads[k]
-        nfa.regions.append(Region(tuple(h for h, _ in pairs), tuple(a for _, a in pairs), end, segs[seg][2]))
-    return True
-
-
 def _build_product(nfa: Nfa, node: Product, start: int, end: int) -> None:
     # Local import: dfa.py depends on this module for the Nfa type.
     from maskc.compiler.product import operand_dfa
 
-    if nfa.horizon is not None and _build_counted_product(nfa, node, start, end):
-        return
-
+    # A length bound under a pattern or format is not counted: a position's masks there also
+    # depend on the room left to finish the pattern (`.+@.+` needs several more characters),
+    # which a gap of one token's reach does not cover; the product is built with copies.
     limit = max(1, nfa.max_states - nfa.size)
     dl = nfa.deadline
     if _has_ref(node.a) or _has_ref(node.b):
