@@ -31,16 +31,23 @@ def _row_ids(rows: NDArray[np.int64]) -> tuple[NDArray[np.int64], int]:
     return inv, int(inv.max()) + 1 if inv.size else 0
 
 
-def _is_congruence(trans: NDArray[np.int32], block: NDArray[np.int64], initial: NDArray[np.int64]) -> bool:
-    """Whether every block agrees on ``initial`` and on the blocks of its successors."""
+def _is_congruence(block: NDArray[np.int64], initial: NDArray[np.int64], out: NDArray[np.int64],
+                   live_col: NDArray[np.int64], live_tgt: NDArray[np.int64]) -> bool:
+    """Whether every block agrees on ``initial`` and on the blocks of its successors: each
+    state has its block's first state's live columns, with successors in the same blocks
+    (the live transitions of state ``s``: ``live_col``/``live_tgt[out[s]:out[s + 1]]``)."""
     n = block.shape[0]
     rep = np.zeros(int(block.max()) + 1, dtype=np.int64)
     rep[block[::-1]] = np.arange(n - 1, -1, -1)
     r = rep[block]
     if not np.array_equal(initial, initial[r]):
         return False
-    succ = np.where(trans >= 0, block[np.where(trans >= 0, trans, 0)], -1)
-    return bool(np.array_equal(succ, succ[r]))
+    cnt = out[1:] - out[:-1]
+    if not np.array_equal(cnt, cnt[r]):
+        return False
+    pos = np.arange(live_col.shape[0], dtype=np.int64)
+    twin = pos + np.repeat(out[r] - out[:-1], cnt)  # the same transition of the block's first state
+    return bool(np.array_equal(live_col, live_col[twin]) and np.array_equal(block[live_tgt], block[live_tgt[twin]]))
 
 
 def _rounds(
@@ -68,23 +75,29 @@ def _rounds(
     return block, False
 
 
-def _predecessors(trans: NDArray[np.int32]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """CSR of the states with a transition into each state: ``src[start[t]:start[t + 1]]``."""
-    n = trans.shape[0]
-    src, _ = np.nonzero(trans >= 0)
-    dst = trans[trans >= 0].astype(np.int64)
+def _predecessors(src: NDArray[np.int64], dst: NDArray[np.int64], n: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """CSR of the states with a transition into each state, from the transitions
+    ``src -> dst``: ``pred[start[t]:start[t + 1]]``."""
     order = np.argsort(dst, kind="stable")
-    return src[order].astype(np.int64), np.searchsorted(dst[order], np.arange(n + 1)).astype(np.int64)
+    start = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(dst, minlength=n), out=start[1:])
+    return src[order], start
+
+
+def _positions(starts: NDArray[np.int64], ids: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The positions ``starts[i]:starts[i + 1]`` of every ``i`` in ``ids``, concatenated, and
+    how many each ``i`` has."""
+    lo = starts[ids]
+    cnt = starts[ids + 1] - lo
+    total = int(cnt.sum())
+    if not total:
+        return np.zeros(0, dtype=np.int64), cnt
+    return np.repeat(lo - (np.cumsum(cnt) - cnt), cnt) + np.arange(total, dtype=np.int64), cnt
 
 
 def _gather(starts: NDArray[np.int64], flat: NDArray[np.int64], ids: NDArray[np.int64]) -> NDArray[np.int64]:
     """``flat[starts[i]:starts[i + 1]]`` for every ``i`` in ``ids``, concatenated."""
-    lo, hi = starts[ids], starts[ids + 1]
-    cnt = hi - lo
-    total = int(cnt.sum())
-    if not total:
-        return np.zeros(0, dtype=np.int64)
-    return flat[np.repeat(lo - (np.cumsum(cnt) - cnt), cnt) + np.arange(total, dtype=np.int64)]
+    return flat[_positions(starts, ids)[0]]
 
 
 def _incremental_rounds(
@@ -113,11 +126,21 @@ def _incremental_rounds(
     has_sig = np.zeros(cap, dtype=np.bool_)
     sig1 = np.zeros(cap, dtype=np.int64)
     sig2 = np.zeros(cap, dtype=np.int64)
-    src, pstart = _predecessors(trans)
-    tz = np.where(trans >= 0, trans, n).astype(np.int64)
-    ext = np.full(n + 1, -1, dtype=np.int64)
+    # the live transitions, by source state: state s has live_col/live_tgt[out[s]:out[s + 1]]
+    live_src, live_col = np.nonzero(trans >= 0)  # (row-major: by source state, then column)
+    live_tgt = trans[live_src, live_col].astype(np.int64)
+    out = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(live_src, minlength=n), out=out[1:])
+    src, pstart = _predecessors(live_src.astype(np.int64), live_tgt, n)
     # random odd multipliers, one pair per column (more drawn, fixed seed, for a wide table)
-    mult = (_MULT if c <= _MULT.shape[1] else np.random.default_rng(c).integers(1, 2**62, size=(2, c)) | 1)[:, :c].T
+    mult = (_MULT if c <= _MULT.shape[1] else np.random.default_rng(c).integers(1, 2**62, size=(2, c)) | 1)[:, :c]
+    # A signature hashes a state's row of successor blocks (-1 where a transition is
+    # missing): sum over the columns of block * mult, wrapping. The missing columns' -mult
+    # is the all-missing row's hash less the live columns' share, so the sum runs over the
+    # live transitions only (a fraction of the table): base + (block + 1) * mult over them.
+    with np.errstate(over="ignore"):
+        base = -mult.sum(axis=1)
+        weight = (mult[0][live_col], mult[1][live_col])
     dirty = np.arange(n, dtype=np.int64)
     rounds = 0
     stable = True
@@ -128,16 +151,24 @@ def _incremental_rounds(
         if deadline is not None and time.monotonic() > deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
         rounds += 1
-        ext[:n] = block
-        rows = ext[tz[dirty]]
-        with np.errstate(over="ignore"):
-            h = rows @ mult  # [dirty, 2], wrapping int64 arithmetic
+        pos, cnt = _positions(out, dirty)
+        succ = block[live_tgt[pos]] + 1
+        ends = np.cumsum(cnt)
+        h = np.empty((dirty.shape[0], 2), dtype=np.int64)
+        with np.errstate(over="ignore"):  # wrapping int64 arithmetic
+            for k in (0, 1):
+                acc = np.zeros(pos.shape[0] + 1, dtype=np.int64)
+                np.cumsum(succ * weight[k][pos], out=acc[1:])
+                h[:, k] = base[k] + acc[ends] - acc[ends - cnt]
         b = block[dirty]
         match = has_sig[b] & (h[:, 0] == sig1[b]) & (h[:, 1] == sig2[b])
-        dcount = np.bincount(b, minlength=count)
-        settled = np.zeros(count, dtype=np.bool_)  # blocks whose id stays with a group already
-        settled[b[match]] = True
-        settled[b[size[b] > dcount[b]]] = True
+        # the blocks met this round, numbered locally (a round's cost stays the dirty count's)
+        met, local = np.unique(b, return_inverse=True)
+        local = np.asarray(local, dtype=np.int64).reshape(-1)
+        dcount = np.bincount(local, minlength=met.shape[0])
+        settled = np.zeros(met.shape[0], dtype=np.bool_)  # blocks whose id stays with a group already
+        settled[local[match]] = True
+        settled[local[size[b] > dcount[local]]] = True
         rest = np.flatnonzero(~match)
         if not rest.size:
             break
@@ -146,11 +177,12 @@ def _incremental_rounds(
         first = np.full(ngroups, rest.shape[0], dtype=np.int64)
         np.minimum.at(first, gid, np.arange(rest.shape[0], dtype=np.int64))
         gblock = b[rest[first]]
+        glocal = local[rest[first]]
         # in an unsettled block the group met first keeps the id (and becomes its signature)
-        lead = np.full(count, rest.shape[0], dtype=np.int64)
-        unsettled = ~settled[gblock]
-        np.minimum.at(lead, gblock[unsettled], first[unsettled])
-        keeper = unsettled & (lead[gblock] == first)
+        lead = np.full(met.shape[0], rest.shape[0], dtype=np.int64)
+        unsettled = ~settled[glocal]
+        np.minimum.at(lead, glocal[unsettled], first[unsettled])
+        keeper = unsettled & (lead[glocal] == first)
         kb = gblock[keeper]
         sig1[kb], sig2[kb], has_sig[kb] = h[rest[first[keeper]], 0], h[rest[first[keeper]], 1], True
         movers = np.flatnonzero(~keeper)
@@ -169,7 +201,7 @@ def _incremental_rounds(
         block[moved] = fresh[gid[moving]]
         pred = _gather(pstart, src, moved)
         dirty = np.unique(pred) if pred.size else pred
-    if stable and not _is_congruence(trans, block, init):  # a hash collision merged two rows
+    if stable and not _is_congruence(block, init, out, live_col, live_tgt):  # a hash collision merged two rows
         return _rounds(trans, init, max_rounds, deadline)
     dense = np.unique(block, return_inverse=True)[1]
     return np.asarray(dense, dtype=np.int64).reshape(-1), stable

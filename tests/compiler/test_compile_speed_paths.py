@@ -228,6 +228,33 @@ def test_incremental_refinement_matches_full_moore_rounds(seed: int) -> None:
                 assert full_stable and got_stable
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_refinement_stays_exact_when_signatures_collide(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Multipliers of 1 make a signature the sum of the successors' blocks: rows such as
+    # (0, 2) and (1, 1) collide, the hashed rounds merge states they should not, and the
+    # congruence check must catch it and rerun exactly.
+    monkeypatch.setattr(minimize_mod, "_MULT", np.ones_like(minimize_mod._MULT))
+    exact = minimize_mod._rounds
+    reruns: list[int] = []
+    monkeypatch.setattr(minimize_mod, "_rounds", lambda *a: reruns.append(1) or exact(*a))
+    rng = random.Random(100 + seed)
+    caught = 0
+    for _ in range(80):
+        d = _random_dfa(rng, rng.randint(2, 40), rng.randint(2, 5), rng.choice([0.6, 0.9]))
+        init, _ = minimize_mod._row_ids(d.accepting.astype(np.int64).reshape(-1, 1))
+        full, _ = exact(d.trans, init, None, None)
+        got, stable = minimize_mod._incremental_rounds(d.trans, init, None, None)
+        assert stable and len(set(zip(full.tolist(), got.tolist()))) == len(set(full.tolist())) == len(set(got.tolist()))
+        ls, lc = np.nonzero(d.trans >= 0)
+        out = np.zeros(d.num_states + 1, dtype=np.int64)
+        np.cumsum(np.bincount(ls, minlength=d.num_states), out=out[1:])
+        coarse = np.zeros(d.num_states, dtype=np.int64)  # one block: a congruence only if all rows agree
+        caught += not minimize_mod._is_congruence(coarse, init, out, lc.astype(np.int64),
+                                                  d.trans[ls, lc].astype(np.int64))
+    assert reruns  # some collision was caught and refined exactly
+    assert caught  # the check rejects a partition that is not a congruence
+
+
 def test_a_long_enum_shares_suffixes_before_minimization() -> None:
     words = [f"{a:03d}-{b:03d}".encode() for a in range(5, 8) for b in range(40)]
     node = Alt(tuple(Seq(tuple(ByteSet(((x, x),)) for x in w)) for w in words))
