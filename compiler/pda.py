@@ -236,6 +236,44 @@ def _need(byte_t: NDArray[np.int32], call_q: NDArray[np.int64], call_rule: NDArr
     return need.astype(np.int32)
 
 
+def _canonical_blocks(full: NDArray[np.int32], c: int, block: NDArray[np.int64], keep: NDArray[np.bool_],
+                      starts: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The canonical numbering of the blocks of the kept states: breadth first from the start
+    rule's start, each block's columns in order, a callee's start right after its call
+    column. Returns each number's representative (the block's first kept state) and block.
+
+    The candidates of every kept state (its live targets' blocks, callee starts' blocks) are
+    listed once, from arrays; the walk itself is a loop over plain lists.
+    """
+    kept = np.flatnonzero(keep)
+    rep_of = np.full(int(block.max()) + 1, -1, dtype=np.int64)
+    rep_of[block[kept[::-1]]] = kept[::-1]  # the first kept state of each block
+    src, col = np.nonzero((full >= 0) & keep[:, None])  # row-major: by state, then column
+    calls = col >= c
+    per = 1 + calls.astype(np.int64)  # a call column lists its target, then the callee's start
+    at = np.cumsum(per) - per
+    cand = np.empty(int(per.sum()), dtype=np.int64)
+    cand[at] = block[full[src, col]]
+    cand[at[calls] + 1] = block[starts[col[calls] - c]]
+    flat = cand.tolist()
+    ptr = np.zeros(full.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, weights=per, minlength=full.shape[0]).astype(np.int64), out=ptr[1:])
+    ptrs = ptr.tolist()
+    reps = rep_of.tolist()
+    seen = [False] * rep_of.shape[0]
+    first = int(block[starts[0]])
+    order = [first]
+    seen[first] = True
+    for b in order:  # (grows while it is read: a queue)
+        q = reps[b]
+        for t in flat[ptrs[q] : ptrs[q + 1]]:
+            if not seen[t]:
+                seen[t] = True
+                order.append(t)
+    order_arr = np.asarray(order, dtype=np.int64)
+    return rep_of[order_arr], order_arr
+
+
 def build_pda(rules: ResolvedRules, options: CompileOptions, timings: dict[str, float] | None = None,
               *, deadline: float | None = None) -> Pda:
     """Build the minimized pushdown automaton of ``rules``.
@@ -277,36 +315,12 @@ def build_pda(rules: ResolvedRules, options: CompileOptions, timings: dict[str, 
     else:
         block = np.arange(full.shape[0], dtype=np.int64)
     start_arr = np.asarray(starts, dtype=np.int64)
-    # canonical numbering: breadth first from the start rule, columns in order, callee
-    # starts after each call column
-    order: list[int] = []
-    new_id: dict[int, int] = {}
-    rep: dict[int, int] = {}
-    for q in np.flatnonzero(keep).tolist():
-        rep.setdefault(int(block[q]), q)
-
-    def visit(q: int) -> None:
-        b = int(block[q])
-        if b not in new_id:
-            new_id[b] = len(order)
-            order.append(b)
-
-    visit(int(start_arr[0]))
-    i = 0
-    while i < len(order):
-        q = rep[order[i]]
-        for col, tgt in enumerate(full[q].tolist()):
-            if tgt >= 0:
-                visit(tgt)
-                if col >= c:
-                    visit(int(start_arr[col - c]))
-        i += 1
-    n = len(order)
+    reps, order_arr = _canonical_blocks(full, c, block, keep, start_arr)
+    n = reps.shape[0]
     if n > lim.max_states:
         raise StateLimitExceeded("automaton states", limit=lim.max_states, got=n)
-    reps = np.asarray([rep[b] for b in order], dtype=np.int64)
     remap = np.full(int(block.max()) + 1, DEAD, dtype=np.int64)
-    remap[np.asarray(order, dtype=np.int64)] = np.arange(n)
+    remap[order_arr] = np.arange(n)
     sub = full[reps]
     sub = np.where(sub >= 0, remap[block[np.where(sub >= 0, sub, 0)]], DEAD).astype(np.int32)
     acc = accepting[reps].copy()
