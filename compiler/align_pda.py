@@ -56,7 +56,15 @@ class PdaMasks:
         self.inline_depth = inline_depth
 
 
-def _return_points(pda: Pda, deadline: float | None = None) -> list[list[int]]:
+def _all_calls(pda: Pda) -> list[list[tuple[int, int]]]:
+    """``pda.calls(q)`` of every state (a state without calls shares one empty list)."""
+    rules, rets, off = pda.call_rule.tolist(), pda.call_return.tolist(), pda.call_offsets.tolist()
+    none: list[tuple[int, int]] = []
+    return [list(zip(rules[a:b], rets[a:b])) if a != b else none for a, b in zip(off, off[1:])]
+
+
+def _return_points(pda: Pda, deadline: float | None = None,
+                   calls: list[list[tuple[int, int]]] | None = None) -> list[list[int]]:
     """Per state: where its rule(s) can return to, in any caller (context expansion).
 
     A state belongs to every rule whose start reaches it by bytes and call-return edges
@@ -64,7 +72,8 @@ def _return_points(pda: Pda, deadline: float | None = None) -> list[list[int]]:
     """
     n = pda.num_states
     returns: dict[int, set[int]] = {}
-    calls = [pda.calls(q) for q in range(n)]
+    if calls is None:
+        calls = _all_calls(pda)
     for q in range(n):
         for rule, ret in calls[q]:
             returns.setdefault(rule, set()).add(ret)
@@ -115,7 +124,9 @@ def _class_groups(qs: tuple[int, ...], loose: bool, trans: list[list[int]], live
 
 
 def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_LOCAL_STATES,
-                    horizon: int | None = None) -> tuple[Dfa, Dfa, NDArray[np.int64], NDArray[np.int64]] | None:
+                    horizon: int | None = None,
+                    frames: tuple[list[list[tuple[int, int]]], list[list[int]]] | None = None,
+                    ) -> tuple[Dfa, Dfa, NDArray[np.int64], NDArray[np.int64]] | None:
     """The 'accepted' and 'accepted or uncertain' automata and each PDA state's seed in them.
 
     A subset holds the configurations still inside the starting frame, those that
@@ -126,12 +137,17 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
     With ``horizon`` (the longest token, in bytes), subsets are expanded only within that
     many bytes of some seed: no token walks further, so farther subsets (configurations
     that left a frame and went on through a long stretch of a caller) get no transitions.
+
+    ``frames``: each state's calls and return points (:func:`_all_calls`,
+    :func:`_return_points`), shared by the builds of one grammar. Returns None, having built
+    nothing, when the states alone exceed ``limit`` (each seeds a subset of its own).
     """
+    if pda.num_states > limit:
+        return None
+    calls, returns = frames if frames is not None else (_all_calls(pda), _return_points(pda, deadline))
     trans = pda.dfa.trans.tolist()
     accepting = pda.dfa.accepting.tolist()
-    calls = [pda.calls(q) for q in range(pda.num_states)]
     starts = pda.rule_start.tolist()
-    returns = _return_points(pda, deadline)
     nclasses = pda.dfa.num_classes
 
     def closure(configs: Set[Local], first: bool, inner: bool) -> tuple[frozenset[Local], set[Local], bool]:
@@ -191,9 +207,19 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
             depth.append(here[0])
         return j
 
-    seeds = np.asarray([intern(close_both({((), q)}, set(), True)) for q in range(pda.num_states)], dtype=np.int64)
+    no_configs: frozenset[Local] = frozenset()
+    # (a state without calls, at a token's start, closes to itself: it may not return yet)
+    seeds = np.asarray([intern(close_both({((), q)}, set(), True) if calls[q] else
+                               (frozenset([((), q)]), no_configs, False)) for q in range(pda.num_states)],
+                       dtype=np.int64)
     rows = array("i")  # the rows of the subsets' transitions, concatenated (4 bytes a cell)
     group_memo: dict[tuple[frozenset[int], bool], list[tuple[dict[int, int], list[int]]]] = {}
+    # A plain state (no call, cannot return) closes to itself: a subset holding just it, on
+    # an empty stack, is (({((), q)}), {}, False) whatever led there. Subsets of one such
+    # configuration (a string's or a number's interior, a long run of copies) step through
+    # these lists, without the closures and sets of the general case below.
+    plain = [not calls[q] and not accepting[q] for q in range(pda.num_states)]
+    alone: list[int] = [-1] * pda.num_states  # plain state -> the id of its subset, once met
     i = 0
     while i < len(order):
         if len(order) > limit:
@@ -207,6 +233,38 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
             i += 1
             continue
         here[0] = depth[i] + 1
+        if not outer and not esc and len(inner) == 1:
+            ((rs0, q0),) = inner
+            if not rs0:
+                groups = group_memo.get((frozenset([q0]), False))
+                if groups is None:
+                    groups = group_memo[(frozenset([q0]), False)] = _class_groups((q0,), False, trans, live_classes,
+                                                                                  nclasses)
+                for step, members in groups:
+                    t = step[q0]  # (>= 0: a state's own groups follow its live classes)
+                    if plain[t]:
+                        j = alone[t]
+                        if j < 0:
+                            key = (frozenset([((), t)]), no_configs, False)
+                            j = index.get(key)
+                            if j is None:
+                                j = intern(key)
+                            alone[t] = j
+                    else:
+                        si = frozenset([((), t)])
+                        got = memo.get((si, no_configs, False))
+                        a, b, e = got if got is not None else close_both(si, no_configs, False)
+                        if not (a or b or e):
+                            continue
+                        key = (a, b, e)
+                        j = index.get(key)
+                        if j is None:
+                            j = intern(key)
+                    for cl in members:
+                        row[cl] = j
+                rows.extend(row)
+                i += 1
+                continue
         # Classes that move every configuration alike share one closure: group them by
         # their column of successors (groups in order of their first class, so states are
         # interned in class order). A configuration moves by its state alone, so the groups
@@ -280,18 +338,21 @@ def align_pda(
     """
     k = inline_depth
     horizon = max(table.max_len, 1)
-    built = _local_automata(pda, k, deadline, horizon=horizon)
+    calls = _all_calls(pda)
+    frames = (calls, _return_points(pda, deadline, calls))
+    built = _local_automata(pda, k, deadline, horizon=horizon, frames=frames)
     while built is None and k > 1:
         k -= 1
-        built = _local_automata(pda, k, deadline, horizon=horizon)
+        built = _local_automata(pda, k, deadline, horizon=horizon, frames=frames)
     if built is None:
         k = 0
-        built = _local_automata(pda, 0, deadline, limit=max(max_states, MAX_LOCAL_STATES), horizon=horizon)
+        built = _local_automata(pda, 0, deadline, limit=max(max_states, MAX_LOCAL_STATES), horizon=horizon,
+                                frames=frames)
     if built is None:
         raise StateLimitExceeded("token-alignment states of the pushdown automaton", limit=max(max_states, MAX_LOCAL_STATES))
     d_local, d_any, seed_local, seed_any = built
     flat_built = built if k == 0 else _local_automata(pda, 0, deadline, limit=max(max_states, MAX_LOCAL_STATES),
-                                                      horizon=horizon)
+                                                      horizon=horizon, frames=frames)
     if flat_built is None:
         raise StateLimitExceeded("token-alignment states of the pushdown automaton", limit=max(max_states, MAX_LOCAL_STATES))
     d_flat, seed_flat = flat_built[0], flat_built[2]

@@ -331,8 +331,8 @@ def test_alignment_stops_at_the_longest_token(toy_vocab: Vocabulary, monkeypatch
     real = align_pda._local_automata
 
     def spy(kind: str, bound: bool):  # type: ignore[no-untyped-def]
-        def run(pda, k, deadline, limit=align_pda.MAX_LOCAL_STATES, horizon=None):  # type: ignore[no-untyped-def]
-            got = real(pda, k, deadline, limit=limit, horizon=horizon if bound else None)
+        def run(pda, k, deadline, limit=align_pda.MAX_LOCAL_STATES, horizon=None, frames=None):  # type: ignore[no-untyped-def]
+            got = real(pda, k, deadline, limit=limit, horizon=horizon if bound else None, frames=frames)
             if got is not None:
                 sizes[kind].append(got[1].num_states)
             return got
