@@ -280,6 +280,7 @@ class Matcher:
         self._step_cache: dict[tuple[int, int], int] = artifact._step_cache
         self._state_rows: dict[int, NDArray[np.int32]] = artifact._state_rows
         self._plans = artifact._plans
+        self._zero = zero_row(self._vocab_size)
 
     def __repr__(self) -> str:
         s = self._stack[-1]
@@ -415,8 +416,8 @@ class Matcher:
         if plan is None:
             plan = zero_row(self._vocab_size) if s == _TERMINATED else self.artifact.fill_plan(s)
         if type(plan) is tuple:
+            view[index] = self._zero  # (a row copy: faster than fill(0))
             out = view[index]
-            out.fill(0)
             for w, v in plan:
                 out[w] = v
         else:
