@@ -383,8 +383,11 @@ def align_pda(
         progress(1, 2)
     any_ids = align(d_any, no_eos, add_mask=collect, deadline=deadline, only=np.unique(seed_any), free_order=True)
     has_flat = seed_flat >= 0
-    flat_ids = align(d_flat, no_eos, add_mask=collect, deadline=deadline,
-                     only=np.unique(seed_flat[has_flat]), free_order=True) if has_flat.any() else None
+    if flat_built is built:  # without inlining, the 'flat' automaton is the 'accepted' one itself
+        flat_ids = local_ids
+    else:
+        flat_ids = align(d_flat, no_eos, add_mask=collect, deadline=deadline,
+                         only=np.unique(seed_flat[has_flat]), free_order=True) if has_flat.any() else None
     if progress is not None:
         progress(2, 2)
     vocab = table.vocab_size
