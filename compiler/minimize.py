@@ -118,7 +118,10 @@ def _incremental_rounds(
     n, c = trans.shape
     if not n:
         return init.astype(np.int64).copy(), True
-    block = init.astype(np.int64).copy()
+    ext = np.empty(n + 1, dtype=np.int64)  # the blocks, then -1 (a missing transition's)
+    ext[n] = -1
+    block = ext[:n]  # (a view: moving a state updates both)
+    block[:] = init
     count = int(block.max()) + 1
     cap = count + n + 1
     size = np.zeros(cap, dtype=np.int64)
@@ -138,6 +141,8 @@ def _incremental_rounds(
     # missing): sum over the columns of block * mult, wrapping. The missing columns' -mult
     # is the all-missing row's hash less the live columns' share, so the sum runs over the
     # live transitions only (a fraction of the table): base + (block + 1) * mult over them.
+    # A small table hashes its dirty rows whole, which is faster there (the same values).
+    tz = np.where(trans >= 0, trans, n).astype(np.int64) if n * c <= DENSE_HASH_CELLS else None
     with np.errstate(over="ignore"):
         base = -mult.sum(axis=1)
         weight = (mult[0][live_col], mult[1][live_col])
@@ -151,22 +156,30 @@ def _incremental_rounds(
         if deadline is not None and time.monotonic() > deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
         rounds += 1
-        pos, cnt = _positions(out, dirty)
-        succ = block[live_tgt[pos]] + 1
-        ends = np.cumsum(cnt)
-        h = np.empty((dirty.shape[0], 2), dtype=np.int64)
-        with np.errstate(over="ignore"):  # wrapping int64 arithmetic
-            for k in (0, 1):
-                acc = np.zeros(pos.shape[0] + 1, dtype=np.int64)
-                np.cumsum(succ * weight[k][pos], out=acc[1:])
-                h[:, k] = base[k] + acc[ends] - acc[ends - cnt]
+        if tz is not None:
+            with np.errstate(over="ignore"):  # wrapping int64 arithmetic
+                h = ext[tz[dirty]] @ mult.T  # [dirty, 2]
+        else:
+            pos, cnt = _positions(out, dirty)
+            succ = block[live_tgt[pos]] + 1
+            ends = np.cumsum(cnt)
+            h = np.empty((dirty.shape[0], 2), dtype=np.int64)
+            with np.errstate(over="ignore"):
+                for k in (0, 1):
+                    acc = np.zeros(pos.shape[0] + 1, dtype=np.int64)
+                    np.cumsum(succ * weight[k][pos], out=acc[1:])
+                    h[:, k] = base[k] + acc[ends] - acc[ends - cnt]
         b = block[dirty]
         match = has_sig[b] & (h[:, 0] == sig1[b]) & (h[:, 1] == sig2[b])
-        # the blocks met this round, numbered locally (a round's cost stays the dirty count's)
-        met, local = np.unique(b, return_inverse=True)
-        local = np.asarray(local, dtype=np.int64).reshape(-1)
-        dcount = np.bincount(local, minlength=met.shape[0])
-        settled = np.zeros(met.shape[0], dtype=np.bool_)  # blocks whose id stays with a group already
+        # the blocks met this round, numbered locally where they are few among many (a round
+        # then costs its dirty count, not the number of blocks)
+        if count <= 8 * b.shape[0]:
+            local, nmet = b, count
+        else:
+            met, inv = np.unique(b, return_inverse=True)
+            local, nmet = np.asarray(inv, dtype=np.int64).reshape(-1), met.shape[0]
+        dcount = np.bincount(local, minlength=nmet)
+        settled = np.zeros(nmet, dtype=np.bool_)  # blocks whose id stays with a group already
         settled[local[match]] = True
         settled[local[size[b] > dcount[local]]] = True
         rest = np.flatnonzero(~match)
@@ -179,7 +192,7 @@ def _incremental_rounds(
         gblock = b[rest[first]]
         glocal = local[rest[first]]
         # in an unsettled block the group met first keeps the id (and becomes its signature)
-        lead = np.full(met.shape[0], rest.shape[0], dtype=np.int64)
+        lead = np.full(nmet, rest.shape[0], dtype=np.int64)
         unsettled = ~settled[glocal]
         np.minimum.at(lead, glocal[unsettled], first[unsettled])
         keeper = unsettled & (lead[glocal] == first)
@@ -280,6 +293,7 @@ def _renumber(dfa: Dfa, old: NDArray[np.int64], new_id: NDArray[np.int32]) -> Df
 
 
 MAX_ROUNDS: int | None = None
+DENSE_HASH_CELLS = 1 << 21  # tables up to this many cells hash their rows whole
 MAX_STATES = 300_000  # past this the DFA is only numbered canonically (correct, larger)
 
 

@@ -214,7 +214,11 @@ def test_a_long_max_length_compiles_to_the_minimal_chain() -> None:
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_incremental_refinement_matches_full_moore_rounds(seed: int) -> None:
+@pytest.mark.parametrize("dense_cells", [0, minimize_mod.DENSE_HASH_CELLS], ids=["sparse", "dense"])
+def test_incremental_refinement_matches_full_moore_rounds(seed: int, dense_cells: int,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # (both ways of hashing a round's rows: over the live transitions, and whole rows)
+    monkeypatch.setattr(minimize_mod, "DENSE_HASH_CELLS", dense_cells)
     rng = random.Random(seed)
     for _ in range(60):
         d = _random_dfa(rng, rng.randint(1, 50), rng.randint(1, 5), rng.choice([0.3, 0.6, 0.9]))
@@ -229,11 +233,14 @@ def test_incremental_refinement_matches_full_moore_rounds(seed: int) -> None:
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_refinement_stays_exact_when_signatures_collide(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("dense_cells", [0, minimize_mod.DENSE_HASH_CELLS], ids=["sparse", "dense"])
+def test_refinement_stays_exact_when_signatures_collide(seed: int, dense_cells: int,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     # Multipliers of 1 make a signature the sum of the successors' blocks: rows such as
     # (0, 2) and (1, 1) collide, the hashed rounds merge states they should not, and the
     # congruence check must catch it and rerun exactly.
     monkeypatch.setattr(minimize_mod, "_MULT", np.ones_like(minimize_mod._MULT))
+    monkeypatch.setattr(minimize_mod, "DENSE_HASH_CELLS", dense_cells)
     exact = minimize_mod._rounds
     reruns: list[int] = []
     monkeypatch.setattr(minimize_mod, "_rounds", lambda *a: reruns.append(1) or exact(*a))
