@@ -207,6 +207,18 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
             depth.append(here[0])
         return j
 
+    def successor(inside: frozenset[Local], past: frozenset[Local], loose: bool) -> int:
+        """The id of the subset a step leads to, from the configurations it leaves inside the
+        frame and past it (``loose``: the walk was loose already); -1 if none is left."""
+        got = memo.get((inside, past, False))
+        a, b, e = got if got is not None else close_both(inside, past, False)
+        e = e or loose
+        if not (a or b or e):
+            return -1
+        key = (a, b, e)
+        j = index.get(key)
+        return j if j is not None else intern(key)
+
     no_configs: frozenset[Local] = frozenset()
     # (a state without calls, at a token's start, closes to itself: it may not return yet)
     seeds = np.asarray([intern(close_both({((), q)}, set(), True) if calls[q] else
@@ -251,15 +263,9 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
                                 j = intern(key)
                             alone[t] = j
                     else:
-                        si = frozenset([((), t)])
-                        got = memo.get((si, no_configs, False))
-                        a, b, e = got if got is not None else close_both(si, no_configs, False)
-                        if not (a or b or e):
+                        j = successor(frozenset([((), t)]), no_configs, False)
+                        if j < 0:
                             continue
-                        key = (a, b, e)
-                        j = index.get(key)
-                        if j is None:
-                            j = intern(key)
                     for cl in members:
                         row[cl] = j
                 rows.extend(row)
@@ -276,16 +282,9 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
             grouped = _class_groups(tuple(sorted(qkey[0])), esc, trans, live_classes, nclasses)
             group_memo[qkey] = grouped
         for step, members in grouped:
-            si = frozenset([(rs, t) for rs, q in inner if (t := step[q]) >= 0])
-            so = frozenset([(rs, t) for rs, q in outer if (t := step[q]) >= 0])
-            got = memo.get((si, so, False))
-            a, b, e = got if got is not None else close_both(si, so, False)
-            e = e or esc
-            if a or b or e:
-                key = (a, b, e)
-                j = index.get(key)
-                if j is None:
-                    j = intern(key)
+            j = successor(frozenset([(rs, t) for rs, q in inner if (t := step[q]) >= 0]),
+                          frozenset([(rs, t) for rs, q in outer if (t := step[q]) >= 0]), esc)
+            if j >= 0:
                 for cl in members:
                     row[cl] = j
         rows.extend(row)
