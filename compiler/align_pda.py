@@ -258,9 +258,8 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
                         j = alone[t]
                         if j < 0:
                             key = (frozenset([((), t)]), no_configs, False)
-                            j = index.get(key)
-                            if j is None:
-                                j = intern(key)
+                            got_j = index.get(key)
+                            j = got_j if got_j is not None else intern(key)
                             alone[t] = j
                     else:
                         j = successor(frozenset([((), t)]), no_configs, False)
