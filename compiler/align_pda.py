@@ -56,13 +56,6 @@ class PdaMasks:
         self.inline_depth = inline_depth
 
 
-def _all_calls(pda: Pda) -> list[list[tuple[int, int]]]:
-    """``pda.calls(q)`` of every state (a state without calls shares one empty list)."""
-    rules, rets, off = pda.call_rule.tolist(), pda.call_return.tolist(), pda.call_offsets.tolist()
-    none: list[tuple[int, int]] = []
-    return [list(zip(rules[a:b], rets[a:b])) if a != b else none for a, b in zip(off, off[1:])]
-
-
 def _return_points(pda: Pda, deadline: float | None = None,
                    calls: list[list[tuple[int, int]]] | None = None) -> list[list[int]]:
     """Per state: where its rule(s) can return to, in any caller (context expansion).
@@ -73,7 +66,7 @@ def _return_points(pda: Pda, deadline: float | None = None,
     n = pda.num_states
     returns: dict[int, set[int]] = {}
     if calls is None:
-        calls = _all_calls(pda)
+        calls = pda.all_calls()
     for q in range(n):
         for rule, ret in calls[q]:
             returns.setdefault(rule, set()).add(ret)
@@ -138,13 +131,13 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
     many bytes of some seed: no token walks further, so farther subsets (configurations
     that left a frame and went on through a long stretch of a caller) get no transitions.
 
-    ``frames``: each state's calls and return points (:func:`_all_calls`,
+    ``frames``: each state's calls and return points (:meth:`Pda.all_calls`,
     :func:`_return_points`), shared by the builds of one grammar. Returns None, having built
     nothing, when the states alone exceed ``limit`` (each seeds a subset of its own).
     """
     if pda.num_states > limit:
         return None
-    calls, returns = frames if frames is not None else (_all_calls(pda), _return_points(pda, deadline))
+    calls, returns = frames if frames is not None else (pda.all_calls(), _return_points(pda, deadline))
     trans = pda.dfa.trans.tolist()
     accepting = pda.dfa.accepting.tolist()
     starts = pda.rule_start.tolist()
@@ -254,17 +247,13 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
                                                                                   nclasses)
                 for step, members in groups:
                     t = step[q0]  # (>= 0: a state's own groups follow its live classes)
-                    if plain[t]:
-                        j = alone[t]
-                        if j < 0:
-                            key = (frozenset([((), t)]), no_configs, False)
-                            got_j = index.get(key)
-                            j = got_j if got_j is not None else intern(key)
-                            alone[t] = j
-                    else:
+                    j = alone[t] if plain[t] else -1
+                    if j < 0:
                         j = successor(frozenset([((), t)]), no_configs, False)
                         if j < 0:
                             continue
+                        if plain[t]:
+                            alone[t] = j
                     for cl in members:
                         row[cl] = j
                 rows.extend(row)
@@ -336,7 +325,7 @@ def align_pda(
     """
     k = inline_depth
     horizon = max(table.max_len, 1)
-    calls = _all_calls(pda)
+    calls = pda.all_calls()
     frames = (calls, _return_points(pda, deadline, calls))
     built = _local_automata(pda, k, deadline, horizon=horizon, frames=frames)
     while built is None and k > 1:

@@ -143,9 +143,10 @@ def _incremental_rounds(
     # live transitions only (a fraction of the table): base + (block + 1) * mult over them.
     # A small table hashes its dirty rows whole, which is faster there (the same values).
     tz = np.where(trans >= 0, trans, n).astype(np.int64) if n * c <= DENSE_HASH_CELLS else None
-    with np.errstate(over="ignore"):
-        base = -mult.sum(axis=1)
-        weight = (mult[0][live_col], mult[1][live_col])
+    if tz is None:
+        with np.errstate(over="ignore"):
+            base = -mult.sum(axis=1)
+            weight = (mult[0][live_col], mult[1][live_col])
     dirty = np.arange(n, dtype=np.int64)
     rounds = 0
     stable = True

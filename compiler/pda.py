@@ -88,6 +88,12 @@ class Pda:
         a, b = int(self.call_offsets[state]), int(self.call_offsets[state + 1])
         return list(zip(self.call_rule[a:b].tolist(), self.call_return[a:b].tolist()))
 
+    def all_calls(self) -> list[list[tuple[int, int]]]:
+        """:meth:`calls` of every state, at once (a state without calls shares one empty list)."""
+        rules, rets, off = self.call_rule.tolist(), self.call_return.tolist(), self.call_offsets.tolist()
+        none: list[tuple[int, int]] = []
+        return [list(zip(rules[a:b], rets[a:b])) if a != b else none for a, b in zip(off, off[1:])]
+
 
 def _live(byte_t: NDArray[np.int32], call_t: NDArray[np.int32], accepting: NDArray[np.bool_],
           starts: list[int]) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
