@@ -9,6 +9,7 @@ would explode (large bounded repetitions of large items) into a clear error.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -33,8 +34,8 @@ class Region:
     a head, standing for ``span`` consecutive positions of a bounded repetition. The
     runtime counts arrivals at a head and takes its ``COUNT_EXIT`` edge (to the matching
     state of ``afters``, the position past the loop) at the ``span``-th; ``end`` is the
-    repetition's end. A repetition lowered here has one head; the runtime and the
-    analyses take any number (one per state of an automaton run beside the item)."""
+    repetition's end. A plain repetition has one head; its product with another
+    automaton (a pattern under ``maxLength``) has one per state of the other."""
 
     heads: tuple[int, ...]
     afters: tuple[int, ...]
@@ -229,16 +230,17 @@ def _build_counted(nfa: Nfa, node: Repeat, start: int, end: int) -> bool:
     return True
 
 
-def _count_plan(d: Dfa, lo: int, hi: int | None, horizon: int) -> list[tuple[str, int]] | None:
+def _count_plan(d: Dfa, lo: int, hi: int | None, horizon: int, room: int = 0) -> list[tuple[str, int]] | None:
     """:func:`_loop_plan` for ``item{lo,hi}`` with the item's minimal DFA ``d``; None when
     the item is not prefix-free or no loop pays. A token of ``horizon`` bytes ends at most
-    ``1 + (horizon - 1) // shortest`` items (the first may have begun before it)."""
+    ``1 + (horizon - 1) // shortest`` items (the first may have begun before it); ``room``
+    more items are kept between a loop and a bound (see :func:`_finish_room`)."""
     rows = d.trans.tolist()
     acc = d.accepting.tolist()
     if acc[0] or any(acc[s] and any(t >= 0 for t in row) for s, row in enumerate(rows)):
         return None
     most = 1 + (horizon - 1) // _shortest(rows, acc) if horizon > 0 else 0
-    return _loop_plan(lo, hi, most + 1)
+    return _loop_plan(lo, hi, most + 1 + room)
 
 
 def counted_copies(item: Node, lo: int, hi: int | None, horizon: int, *, max_states: int,
@@ -397,23 +399,198 @@ def _class_runs(byte_class: list[int], num_classes: int) -> list[list[tuple[int,
     return runs
 
 
+def _pair_classes(da: Dfa, db: Dfa) -> tuple[list[int], list[tuple[int, int]]]:
+    """The byte classes of two automata run side by side: each byte's class, and each
+    class's pair of classes (one per automaton)."""
+    ca, cb = da.byte_class.tolist(), db.byte_class.tolist()
+    pair_class: dict[tuple[int, int], int] = {}
+    byte_class = [pair_class.setdefault((ca[b], cb[b]), len(pair_class)) for b in range(256)]
+    return byte_class, list(pair_class)
+
+
+def _finish_room(da: Dfa, di: Dfa, classes: list[tuple[int, int]]) -> int | None:
+    """The items a string of ``da`` (a pattern) cut into items of ``di`` may need to be
+    finished, from anywhere, at whatever length: the largest distance, in items, from a
+    live pair (pattern state, place in an item) to a *pumpable* end (an accepting pattern
+    state at an item boundary with a one-item loop back to itself). From a pair at that
+    distance ``d`` or less, every length of ``d`` items or more finishes the pattern.
+    None when some live pair cannot reach a pumpable end (only some lengths finish it).
+
+    A counted loop keeps this many more items from a bound: a token walked inside the loop
+    then ends with room to finish the pattern under the bound, so the loop's masks (those
+    of an endless loop) are exact. Without it, ``.+@.+[.]com`` under ``maxLength`` would
+    allow a long token that leaves too few characters for the ``.com``.
+    """
+    ta, ti = da.trans.tolist(), di.trans.tolist()
+    acc_a, acc_i = da.accepting.tolist(), di.accepting.tolist()
+    # the pairs (pattern state, item state; 0 = an item boundary) and their moves,
+    # with whether the move ends an item (and so lands on a boundary)
+    index: dict[tuple[int, int], int] = {(0, 0): 0}
+    order: list[tuple[int, int]] = [(0, 0)]
+    moves: list[list[tuple[int, bool]]] = []
+    i = 0
+    while i < len(order):
+        qa, qi = order[i]
+        out: list[tuple[int, bool]] = []
+        for xa, xi in classes:
+            na, ni = ta[qa][xa], ti[qi][xi]
+            if na < 0 or ni < 0:
+                continue
+            ends = bool(acc_i[ni])
+            key = (na, 0) if ends else (na, ni)
+            j = index.get(key)
+            if j is None:
+                j = index[key] = len(order)
+                order.append(key)
+            out.append((j, ends))
+        moves.append(out)
+        i += 1
+    n = len(order)
+    back: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    for j, out in enumerate(moves):
+        for t, ends in out:
+            back[t].append((j, int(ends)))
+
+    def distances(targets: list[int]) -> list[int]:
+        # items to some target, backwards (0-1 breadth first: a move costs an item where it ends one)
+        dist = [-1] * n
+        work = deque((t, 0) for t in targets)
+        while work:
+            j, d = work.popleft()
+            if dist[j] >= 0:
+                continue
+            dist[j] = d
+            for s, w in back[j]:
+                if dist[s] < 0:
+                    if w:
+                        work.append((s, d + 1))
+                    else:
+                        work.appendleft((s, d))
+        return dist
+
+    finals = [j for j, (qa, qi) in enumerate(order) if qi == 0 and acc_a[qa]]
+    live = [d >= 0 for d in distances(finals)]
+    pumpable: list[int] = []
+    for j in finals:  # a one-item loop: through pairs inside an item, back to this boundary
+        seen = {j}
+        work = [j]
+        found = False
+        while work and not found:
+            s = work.pop()
+            for t, item_ends in moves[s]:
+                if item_ends:
+                    found = found or t == j
+                elif t not in seen:
+                    seen.add(t)
+                    work.append(t)
+        if found:
+            pumpable.append(j)
+    dist = distances(pumpable)
+    if any(ok and d < 0 for ok, d in zip(live, dist)):
+        return None
+    return max((d for ok, d in zip(live, dist) if ok), default=0)
+
+
+def _build_counted_product(nfa: Nfa, node: Product, start: int, end: int) -> bool:
+    """Lower ``a and item{lo,hi}`` (a pattern or format under a length bound) with counted
+    loops: the product of ``a``'s DFA with the repetition laid out as :func:`_build_counted`
+    lays it out, each loop one region with a head per state of ``a``, kept the pattern's
+    finishing room (:func:`_finish_room`) farther from the bounds. False (nothing built)
+    where the repetition would not count, or where the pattern has no finishing room."""
+    rep = node.b
+    if node.op != "and" or not isinstance(rep, Repeat) or _has_ref(node.a) or _has_ref(rep.item):
+        return False
+    assert nfa.horizon is not None
+    if _loop_plan(rep.min, rep.max, nfa.horizon + 1) is None:
+        return False
+    di = _item_dfa(nfa, rep.item)
+    if _count_plan(di, rep.min, rep.max, nfa.horizon) is None or bool((di.trans == 0).any()):
+        return False  # (an item state 0 is re-entered within: a pair (state, 0) would not be a boundary)
+    from maskc.compiler.product import operand_dfa
+
+    da = operand_dfa(node.a, max_states=max(1, nfa.max_states - nfa.size), deadline=nfa.deadline)
+    byte_class, classes = _pair_classes(da, di)
+    room = _finish_room(da, di, classes)
+    plan = None if room is None else _count_plan(di, rep.min, rep.max, nfa.horizon, room)
+    if plan is None:
+        return False
+    # Segments: one per item copy (from position p), one per loop, and a trailing star when
+    # the repetition has no maximum; boundary i is the position before segment i.
+    segs: list[tuple[str, int, int]] = []  # (kind, position at its start, span)
+    pos = 0
+    for kind, n in plan:
+        if kind == "loop":
+            segs.append(("loop", pos, n))
+        else:
+            segs.extend(("copy", pos + j, 1) for j in range(n))
+        pos += n
+    if rep.max is None:
+        segs.append(("star", pos, 0))
+    final = len(segs)
+    lo = rep.min
+    runs = _class_runs(byte_class, len(classes))
+    ta, ti = da.trans.tolist(), di.trans.tolist()
+    acc_a, acc_i = da.accepting.tolist(), di.accepting.tolist()
+    region_of = {i: len(nfa.regions) + j for j, i in enumerate(i for i, sg in enumerate(segs) if sg[0] == "loop")}
+    ids: dict[tuple[int, int, int], int] = {}
+    order: list[tuple[int, int, int]] = []
+
+    def state(key: tuple[int, int, int]) -> int:
+        got = ids.get(key)
+        if got is None:
+            got = ids[key] = nfa.new()
+            order.append(key)
+            k = region_of.get(key[0])
+            if k is not None:
+                nfa.tag[got] = k
+        return got
+
+    nfa.eps[start].append(state((0, 0, 0)))
+    heads: dict[int, list[tuple[int, int]]] = {k: [] for k in region_of.values()}
+    i = 0
+    while i < len(order):
+        seg, qa, qi = key = order[i]
+        here = ids[key]
+        i += 1
+        kind, p, _ = segs[seg] if seg < final else ("end", rep.max if rep.max is not None else 0, 0)
+        if qi == 0:  # a boundary (a loop's head): the output may end here, and a loop may exit
+            if acc_a[qa] and (kind == "end" or p >= lo):
+                nfa.eps[here].append(end)
+            if kind == "loop":
+                after = state((seg + 1, qa, 0))
+                nfa.edges[here].append((COUNT_EXIT, COUNT_EXIT, after))
+                heads[region_of[seg]].append((here, after))
+        if kind == "end":
+            continue
+        for k, (xa, xi) in enumerate(classes):
+            na, ni = ta[qa][xa], ti[qi][xi]
+            if na < 0 or ni < 0:
+                continue
+            if acc_i[ni]:  # an item ends: the next position (a loop's or star's own head)
+                key2 = (seg + 1, na, 0) if kind == "copy" else (seg, na, 0)
+            else:
+                key2 = (seg, na, ni)
+            tgt = state(key2)
+            nfa.edges[here].extend((b, e, tgt) for b, e in runs[k])
+    for seg, k in region_of.items():
+        pairs = heads[k]
+        nfa.regions.append(Region(tuple(h for h, _ in pairs), tuple(a for _, a in pairs), end, segs[seg][2]))
+    return True
+
+
 def _build_product(nfa: Nfa, node: Product, start: int, end: int) -> None:
     # Local import: dfa.py depends on this module for the Nfa type.
     from maskc.compiler.product import operand_dfa
 
-    # A length bound under a pattern or format is not counted: a position's masks there also
-    # depend on the room left to finish the pattern (`.+@.+` needs several more characters),
-    # which a gap of one token's reach does not cover; the product is built with copies.
+    if nfa.horizon is not None and _build_counted_product(nfa, node, start, end):
+        return
     limit = max(1, nfa.max_states - nfa.size)
     dl = nfa.deadline
     if _has_ref(node.a) or _has_ref(node.b):
         raise GrammarError("an intersection or difference of languages cannot involve a recursive rule")
     da = operand_dfa(node.a, max_states=limit, deadline=dl)
     db = operand_dfa(node.b, max_states=limit, deadline=dl)
-    ca, cb = da.byte_class.tolist(), db.byte_class.tolist()
-    pair_class: dict[tuple[int, int], int] = {}
-    byte_class = [pair_class.setdefault((ca[b], cb[b]), len(pair_class)) for b in range(256)]
-    classes = list(pair_class)
+    byte_class, classes = _pair_classes(da, db)
     runs = _class_runs(byte_class, len(classes))
     ta, tb = da.trans.tolist(), db.trans.tolist()
     acc_a, acc_b = da.accepting.tolist(), db.accepting.tolist()

@@ -113,18 +113,41 @@ def test_counted_masks_equal_the_unrolled_masks(schema: dict[str, object], toy_v
     assert highest >= 2  # the walks ran through loops, not only past them
 
 
-def test_a_pattern_under_a_length_bound_is_unrolled(toy_vocab: Vocabulary) -> None:
-    # Masks near the bound depend on the room left to finish the pattern (`.+b.+a.bbb` needs
-    # up to 7 more characters), not only on a token's reach: the product keeps its copies.
-    schema = {"type": "string", "pattern": ".+b.+a.bbb", "minLength": 10, "maxLength": 60}
+@pytest.mark.parametrize("schema", [
+    {"type": "string", "pattern": "^[ab]+$", "maxLength": 40},
+    {"type": "string", "pattern": "^(ab|b)*$", "minLength": 14, "maxLength": 45},
+    {"type": "string", "pattern": "b", "maxLength": 30},
+    # `.+b.+a.bbb` needs up to 7 more characters to finish: the loop keeps that room from
+    # the bound, so that no token walked inside it leaves too few
+    {"type": "string", "pattern": ".+b.+a.bbb", "minLength": 10, "maxLength": 60},
+    {"type": "string", "pattern": "^a.b.+a.bbb", "maxLength": 50},
+])
+def test_a_pattern_under_a_length_bound_counts(schema: dict[str, object], toy_vocab: Vocabulary,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # The product of the pattern's automaton with the counted characters: one head per
+    # pattern state in each loop.
+    counted, unrolled = _pair("json_schema", schema, toy_vocab, monkeypatch)
+    assert counted.dfa.counters is not None and counted.num_states < unrolled.num_states
+    assert (worst_case_length(counted.dfa).max_bytes or 0) >= (worst_case_length(unrolled.dfa).max_bytes or 0)
+    assert _walk_both(counted, unrolled, toy_vocab, walks=40, seed=5, every_token=True) >= 6
+    for n in range(0, 64):
+        for text in ("a" * n, "b" * n, "ab" * (n // 2), "ba" * (n // 2), "a" * n + "baaaabbb", "ab" * n + "bbb"):
+            data = f'"{text}"'.encode()
+            assert counted.dfa.accepts(data) == unrolled.dfa.accepts(data), text
+
+
+def test_a_pattern_without_finishing_room_is_unrolled(toy_vocab: Vocabulary) -> None:
+    # After `a+`, the pattern can only finish with exactly `bbb`: whether it still fits
+    # depends on the exact position, so the product keeps its copies.
+    schema = {"type": "string", "pattern": "^a+bbb$", "minLength": 10, "maxLength": 60}
     art = maskc.compile_json_schema(schema, toy_vocab, cache=False)
     assert art.dfa.counters is None
-    for text, ok in [("aaabaaaaaabbb", True), ("a" * 52 + "baaaabbb", True), ("a" * 53 + "baaaabbb", False),
-                     ("a" * 60, False)]:
+    for text, ok in [("a" * 7 + "bbb", True), ("a" * 57 + "bbb", True), ("a" * 58 + "bbb", False),
+                     ("a" * 6 + "bbb", False), ("a" * 60, False)]:
         m = art.matcher()
         assert (m.accept_string(f'"{text}"') and m.can_terminate()) == ok, text
-    m = art.matcher()  # 57 characters without the b: no way to finish within 60
-    assert m.accept_string('"' + "a" * 50) and not m.accept_string("a" * 7 + "b")
+    m = art.matcher()  # 58 characters of a: no way to finish within 60
+    assert m.accept_string('"' + "a" * 50) and not m.accept_string("a" * 8 + "b")
 
 
 @pytest.mark.parametrize("pattern", ["[ab]{20,60}", "(ab){10,30}", "a{0,50}", "[ab]{0,40}b"])
@@ -271,6 +294,18 @@ def test_jump_forward_at_the_bound(toy_vocab: Vocabulary) -> None:
 
 # Real schemas (MaskBench, DeepSeek): strings bounded by maxLength 500..8192 among other
 # members, counted against the same schema unrolled, through walks that reach the bounds.
+@pytest.mark.slow
+def test_a_pattern_keeps_its_finishing_room_on_a_real_vocabulary(deepseek: Vocabulary,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # Tokens of up to 128 bytes walked inside the loop must leave `.+[@].+[.]___` room to
+    # finish under the bound (a loop one token's reach away from it allowed tokens that did not).
+    schema = {"type": "string", "pattern": ".+[@].+[.]___", "minLength": 10, "maxLength": 400}
+    counted, unrolled = _pair("json_schema", schema, deepseek, monkeypatch)
+    assert counted.summary()["counted_loops"] == 1 and counted.summary()["states"] < unrolled.summary()["states"]
+    for seed in range(4):
+        assert _walk_both(counted, unrolled, deepseek, walks=4, seed=seed, every_token=False) > 150
+
+
 REAL_COUNTED = ["Github_easy---o9900.json", "Github_trivial---o48167.json", "Snowplow---sp_66_Normalized.json"]
 
 
