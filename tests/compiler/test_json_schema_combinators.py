@@ -3,6 +3,7 @@ branch by value (key order and number spelling do not let a shared value through
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import jsonschema
@@ -83,3 +84,60 @@ def test_oneof_mutations_get_the_validators_verdict(value: Any) -> None:
 
 def test_serialize_canonical_numbers() -> None:
     assert serialize({"a": 1.0, "b": [1e-07, 2.5, -0.0]}, {}) == b'{"a":1,"b":[0.0000001,2.5,0]}'
+
+
+_ABC = {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}}
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "properties": _ABC, "oneOf": [{"required": ["a"]}, {"required": ["b"]}]},
+    {"type": "object", "properties": _ABC, "oneOf": [{"required": ["a", "b"]}, {"required": ["a", "c"]}]},
+    {"type": "object", "properties": _ABC, "required": ["c"],
+     "oneOf": [{"required": ["a"]}, {"required": ["b"]}, {"required": ["a", "b"]}]},
+    {"type": "object", "properties": _ABC, "oneOf": [{}, {"required": ["a"], "description": "with a"}]},
+    {"properties": _ABC, "oneOf": [{"required": ["a"]}, {"required": ["b", "c"]}]},  # no type: objects only
+    {"type": ["object", "null"], "properties": _ABC, "additionalProperties": False,
+     "oneOf": [{"required": ["a"]}, {"required": ["b"]}, {"required": ["c"]}]},
+    {"$defs": {"ra": {"required": ["a"]}}, "type": "object", "properties": _ABC,
+     "oneOf": [{"$ref": "#/$defs/ra"}, {"required": ["b"]}]},
+    {"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["z"]}]},  # keys not declared
+])
+@pytest.mark.parametrize("semantics", ["exact", "generation"])
+def test_oneof_over_required_keys_is_a_union_of_objects(schema: Any, semantics: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # "exactly one of these keys": object variants with keys required and forbidden, never
+    # the product construction of the general oneOf
+    from maskc.compiler.frontends.json_schema import combinators
+
+    def no_product(*_: Any, **__: Any) -> Any:
+        raise AssertionError("the general oneOf construction ran")
+
+    if semantics == "exact" or "properties" in schema:
+        monkeypatch.setattr(combinators.CombinatorsMixin, "exclusive", no_product)
+    validator = jsonschema.Draft202012Validator(schema)
+    keys = ["a", "b", "c", "z"]
+    some_valid = 0
+    for n in range(len(keys) + 1):
+        for chosen in itertools.combinations(keys, n):
+            value = {k: 1 for k in chosen}
+            ok = validator.is_valid(value)
+            got = _accepts(schema, serialize(value, schema).decode(), semantics)
+            if semantics == "exact" or "z" not in chosen or "z" in schema.get("properties", {"z": 0}):
+                assert got == ok, (value, ok)
+            else:
+                assert not got or ok, value
+            some_valid += ok
+    assert some_valid
+    for text in ("1", "null", '"a"', "[]"):
+        assert not _accepts(schema, text, semantics), text
+
+
+def test_oneof_over_required_keys_that_all_hold_is_empty() -> None:
+    # both keys are required, so both branches always hold: no value has exactly one
+    from maskc.compiler.errors import EmptyLanguage
+    from tests.helpers import byte_artifact
+
+    schema = {"type": "object", "properties": _ABC, "required": ["a", "b"],
+              "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}
+    with pytest.raises(EmptyLanguage):
+        byte_artifact(schema, "exact", "compact")

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
-from itertools import permutations
+from itertools import permutations, product
 from math import gcd, lcm
 
 from maskc.compiler.errors import EmptyLanguage, SchemaError, UnsupportedKeyword
@@ -61,6 +61,7 @@ _DISJOINT_MAX_STATES = 2_000  # a disjointness proof is a convenience: give up e
 _ALL = (1 << 256) - 1
 _OVER_REQUIRED = 4  # required names an over-approximated object still demands (2**n states)
 _OVER_ORDERS = 4  # a listed object of at most this many keys is spelled in every order
+_PRESENCE_VARIANTS = 64  # object variants a oneOf over required keys may become (see _presence_variants)
 
 _DIGIT = byte_range(0x30, 0x39)
 _NONZERO = byte_range(0x31, 0x39)
@@ -335,6 +336,10 @@ class CombinatorsMixin(Base):
             raise SchemaError(f"{kw} must be a non-empty array", pointer=ptr(pointer, kw))
         base = {k: v for k, v in schema.items() if k != kw}
         structural = set(base) - ANNOTATIONS
+        if kw == "oneOf" and not self._over:
+            variants = self._presence_variants(base, branches, pointer)
+            if variants is not None:
+                return alt(*[self.or_nothing(lambda: self.value(sub, bptr, depth)) for sub, bptr in variants])
         subs: list[tuple[JsonValue, str]] = []
         for i, br in enumerate(branches):
             bptr = ptr(pointer, kw, i)
@@ -350,6 +355,54 @@ class CombinatorsMixin(Base):
                 return alt(*nodes)  # a superset: at least one branch
             return self.exclusive(nodes, subs, pointer, kw, depth)
         return alt(*nodes)
+
+    def _presence_variants(self, base: dict[str, JsonValue], branches: list[JsonValue],
+                           pointer: str) -> list[tuple[JsonValue, str]] | None:
+        """``oneOf`` over branches that only require keys (``oneOf: [{required: [a]},
+        {required: [b]}]``, "exactly one of a and b") as a plain union of object schemas,
+        each ``base`` with one branch's keys required and, for every other branch, one of
+        its keys that branch ``i`` does not require forbidden (``properties: {k: false}``),
+        in every such choice. Exactly one branch holds exactly where some variant does, so
+        the union is exact, and no product of object grammars is built. A value that is not
+        an object meets every branch, so no variant admits one (``type: object``).
+
+        None where a branch constrains more than presence, where the choices exceed
+        :data:`_PRESENCE_VARIANTS`, or in generation semantics where ``base`` declares no
+        keys (the general construction applies).
+        """
+        keys: list[list[str]] = []
+        where: list[str] = []
+        for i, br in enumerate(branches):
+            bptr = ptr(pointer, "oneOf", i)
+            br, _ = self.deref(br, bptr)
+            if not isinstance(br, dict) or set(br) - ANNOTATIONS - {"required"}:
+                return None
+            req = br.get("required", [])
+            if not isinstance(req, list) or not all(isinstance(k, str) for k in req):
+                return None
+            keys.append(list(dict.fromkeys(req)))
+            where.append(bptr)
+        if len(keys) < 2 or not (self.exact or "properties" in base or "patternProperties" in base):
+            return None  # (generation: an object that declares no keys admits others; forbidding one declares it)
+        base_req = base.get("required", [])
+        always = set(base_req) if isinstance(base_req, list) else set()
+        variants: list[tuple[JsonValue, str]] = []
+        for i, mine in enumerate(keys):
+            held = always | set(mine)
+            # per other branch: the keys whose absence makes it fail while branch i holds
+            options = [[k for k in other if k not in held] for j, other in enumerate(keys) if j != i]
+            if any(not o for o in options):
+                continue  # another branch holds whenever this one does
+            count = 1
+            for o in options:
+                count *= len(o)
+            if len(variants) + count > _PRESENCE_VARIANTS:
+                return None
+            for absent in product(*options):
+                part: dict[str, JsonValue] = {"type": "object", "required": mine,
+                                              "properties": {k: False for k in dict.fromkeys(absent)}}
+                variants.append(({"allOf": [base, part]} if base else part, where[i]))
+        return variants  # (none: no object holds exactly one branch, and no other value does)
 
     def exclusive(self, nodes: list[Node], subs: list[tuple[JsonValue, str]], pointer: str, kw: str,
                   depth: int) -> Node:
