@@ -244,3 +244,17 @@ def test_the_front_end_stops_at_the_compile_deadline() -> None:
     with pytest.raises(TimeLimitExceeded) as e:
         schema_to_ir(schema, CompileOptions(limits=Limits(max_seconds=1e-6)))
     assert e.value.limit == pytest.approx(1e-6)
+
+
+def test_every_subschema_is_compiled_under_the_deadline() -> None:
+    # Merges and negations can multiply without any automaton being built (JSON Schema
+    # Store's jfrog-pipelines.json ran for minutes): each subschema checks the deadline.
+    from maskc.compiler.errors import TimeLimitExceeded
+    from maskc.compiler.frontends.json_schema import schema_to_ir
+    from maskc.compiler.options import CompileOptions, Limits
+
+    schema = {"type": "object", "properties": {"a": {"allOf": [{"type": "integer"}, {"minimum": 3}]}}}
+    schema_to_ir(schema, CompileOptions())
+    with pytest.raises(TimeLimitExceeded) as e:
+        schema_to_ir(schema, CompileOptions(limits=Limits(max_seconds=1e-9)))
+    assert e.value.limit == pytest.approx(1e-9)

@@ -12,6 +12,8 @@ free-form values (``{}``, ``true``) become rules (see :mod:`.refs`). The semanti
 
 from __future__ import annotations
 
+import time
+
 from maskc.compiler.errors import EmptyLanguage, SchemaError, TimeLimitExceeded
 from maskc.compiler.jsonpointer import resolve as resolve_pointer
 from maskc.compiler.frontends.json_schema.arrays import ArraysMixin
@@ -89,6 +91,8 @@ class SchemaCompiler(ConditionalsMixin, RefsMixin, CombinatorsMixin, ObjectsMixi
         return grammar
 
     def value(self, schema: JsonValue, pointer: str, depth: int) -> Node:
+        if time.monotonic() > self.deadline:  # (merges and negations can nest without end in sight)
+            raise TimeLimitExceeded("compile time (s)", limit=self.options.limits.max_seconds)
         if schema is True or schema == {}:
             return self.any_value(depth)
         if schema is False:
