@@ -408,7 +408,7 @@ def _pair_classes(da: Dfa, db: Dfa) -> tuple[list[int], list[tuple[int, int]]]:
     return byte_class, list(pair_class)
 
 
-def _finish_room(da: Dfa, di: Dfa, classes: list[tuple[int, int]]) -> int | None:
+def _finish_room(da: Dfa, di: Dfa, classes: list[tuple[int, int]], deadline: float | None = None) -> int | None:
     """The items a string of ``da`` (a pattern) cut into items of ``di`` may need to be
     finished, from anywhere, at whatever length: the largest distance, in items, from a
     live pair (pattern state, place in an item) to a *pumpable* end (an accepting pattern
@@ -430,6 +430,8 @@ def _finish_room(da: Dfa, di: Dfa, classes: list[tuple[int, int]]) -> int | None
     moves: list[list[tuple[int, bool]]] = []
     i = 0
     while i < len(order):
+        if deadline is not None and (i & 1023) == 0 and time.monotonic() > deadline:
+            raise TimeLimitExceeded("compile time (s)", limit=0)
         qa, qi = order[i]
         out: list[tuple[int, bool]] = []
         for xa, xi in classes:
@@ -510,7 +512,7 @@ def _build_counted_product(nfa: Nfa, node: Product, start: int, end: int) -> boo
 
     da = operand_dfa(node.a, max_states=max(1, nfa.max_states - nfa.size), deadline=nfa.deadline)
     byte_class, classes = _pair_classes(da, di)
-    room = _finish_room(da, di, classes)
+    room = _finish_room(da, di, classes, nfa.deadline)
     plan = None if room is None else _count_plan(di, rep.min, rep.max, nfa.horizon, room)
     if plan is None:
         return False
