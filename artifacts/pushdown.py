@@ -27,7 +27,7 @@ Error policy, as :class:`~maskc.artifacts.matcher.Matcher`: never raises on mode
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -557,10 +557,18 @@ class PushdownRuntime:
             if ids.size:
                 candidates.append(ids)
         if candidates:
-            cand = np.sort(np.concatenate(candidates)) if len(candidates) > 1 else candidates[0]
-            if cand.size > 1:
-                cand = cand[np.concatenate(([True], cand[1:] != cand[:-1]))]
-            cand = cand[((row[cand >> 5] >> (cand & 31).astype(np.uint32)) & 1) == 0]
+            if sum(c.shape[0] for c in candidates) >= MANY_CANDIDATES:
+                # many (a whole vocabulary can be uncertain): marks, not a sort
+                mark = np.zeros(self.words * 32, dtype=np.bool_)
+                for c in candidates:
+                    mark[c] = True
+                mark &= ~np.unpackbits(row.view(np.uint8), bitorder="little").view(np.bool_)
+                cand = np.flatnonzero(mark)
+            else:
+                cand = np.sort(np.concatenate(candidates)) if len(candidates) > 1 else candidates[0]
+                if cand.size > 1:
+                    cand = cand[np.concatenate(([True], cand[1:] != cand[:-1]))]
+                cand = cand[((row[cand >> 5] >> (cand & 31).astype(np.uint32)) & 1) == 0]
             if self.fast:
                 self._run_candidates(w, len(config), cand, row)
             else:
@@ -633,7 +641,8 @@ class PushdownRuntime:
             if done.size:
                 np.bitwise_or.at(row, done >> 5, (np.uint32(1) << (done & 31).astype(np.uint32)))
             on = (reached >= 0) & (length > 1)
-            walks = list(zip(cand[on].tolist(), reached[on].tolist(), [1] * int(on.sum())))
+            self._walk_levels(cand[on], reached[on], move, moves, states, row)
+            walks = []
         else:
             walks = [(t, 0, 0) for t in cand.tolist()]
         tokens = self.tokens
@@ -649,6 +658,36 @@ class PushdownRuntime:
                 bits[t >> 5] = bits.get(t >> 5, 0) | 1 << (t & 31)
         if bits:
             row[list(bits)] |= np.array(list(bits.values()), dtype=np.uint32)
+
+    def _walk_levels(self, toks: NDArray[np.int64], ks: NDArray[np.int64], move: Callable[[int, int], int],
+                     moves: list[dict[int, int]], states: list[Any], row: NDArray[np.uint32]) -> None:
+        """:meth:`_run_candidates`' walks past the first byte, all tokens one byte position at a
+        time in arrays: ``toks`` stand at stacks number ``ks`` after their first byte. Each
+        distinct (stacks, class) pair met is moved once (``move``), as the tokens' own walks
+        would move it; a token whose stacks die drops out, one that ends alive sets its bit."""
+        flat, offsets = self.vocab.flat()
+        lut = np.frombuffer(self._class_of, dtype=np.uint8)
+        at, ends = offsets[toks] + 1, offsets[toks + 1]
+        table = np.full((max(64, 2 * len(states)), 256), -2, dtype=np.int64)  # stacks x class -> stacks
+        while toks.shape[0]:
+            cls = lut[flat[at]].astype(np.int64)
+            nxt = table[ks, cls]
+            unknown = nxt == -2
+            if unknown.any():
+                for pair in np.unique(ks[unknown] * 256 + cls[unknown]).tolist():
+                    k, c = divmod(pair, 256)
+                    got = moves[k].get(c)
+                    table[k, c] = got if got is not None else move(k, c)
+                    if len(states) > table.shape[0]:
+                        table = np.concatenate([table, np.full_like(table, -2)])
+                nxt = table[ks, cls]
+            alive = nxt >= 0
+            done = alive & (at + 1 == ends)
+            if done.any():
+                t = toks[done]
+                np.bitwise_or.at(row, t >> 5, np.uint32(1) << (t & 31).astype(np.uint32))
+            keep = alive & ~done
+            toks, ks, at, ends = toks[keep], nxt[keep], at[keep] + 1, ends[keep]
 
     # -- steps ----------------------------------------------------------------------------------
 

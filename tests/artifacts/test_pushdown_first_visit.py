@@ -105,6 +105,25 @@ def test_first_answers_equal_the_reference(name: str, pda_vocab: Vocabulary, can
             assert PushdownRuntime(art).advance(config, data, t) == ref.advance(config, data, t), (config, data)
 
 
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+@pytest.mark.parametrize("max_depth", [2, 3, 6])
+def test_first_masks_allow_exactly_the_tokens_a_step_takes(name: str, max_depth: int, pda_vocab: Vocabulary,
+                                                           candidate_path: str) -> None:
+    """Independent of how a mask gathers and walks its candidates: a token's bit is set
+    exactly where stepping by its bytes leaves a configuration."""
+    art = _loaded(GRAMMARS[name], pda_vocab, max_depth)
+    tokens = [(t, b) for t, b in enumerate(pda_vocab.token_bytes) if b and t not in pda_vocab.special_ids]
+    steps = PushdownRuntime(art, fast=False)
+    allowed = 0
+    for config in _configs(art, seed=max_depth + 23, walks=3, steps=25):
+        row, _ = PushdownRuntime(art)._mask(config)
+        bits = set(_set_bits(row, art.vocab_size).tolist())
+        for t, data in tokens:
+            assert (t in bits) == bool(steps.advance(config, data)), (config, data)
+            allowed += t in bits
+    assert allowed
+
+
 def _memo_rows(memo: dict[object, list[tuple[object, object, object]]]) -> dict[object, list[tuple[object, object, object]]]:
     """A mask memo with its rows' values made comparable (bitmask rows as bytes)."""
     out = {}
