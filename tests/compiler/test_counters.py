@@ -266,6 +266,7 @@ def test_counters_validate_their_tables() -> None:
 
 @pytest.mark.parametrize("schema", [
     {"type": "string", "minLength": 13, "maxLength": 40},
+    {"type": "string", "pattern": "^(ab|b)*$", "minLength": 14, "maxLength": 45},
     {"type": "array", "items": {"enum": ["ab", "b", True]}, "minItems": 10, "maxItems": 30},
 ])
 def test_audit_prefixes_reach_every_state_through_loop_exits(schema: dict[str, object], toy_vocab: Vocabulary) -> None:
