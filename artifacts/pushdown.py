@@ -49,7 +49,7 @@ _Answer = tuple["NDArray[np.int32]", bool]  # a bitmask row and whether the outp
 _DEEPER = object()
 MEMO_LIMIT = 8192
 FORCED_LIMIT = 256
-MANY_CANDIDATES = 1024  # a mask with this many candidates steps their first bytes in arrays
+MANY_CANDIDATES = 1024  # a mask with this many candidates gathers and walks them in arrays
 
 
 _INF = 1 << 30
@@ -604,8 +604,8 @@ class PushdownRuntime:
         distinct (stacks, class) pair is closed and stepped once, the same closes and steps the
         candidates' own walks would take (hence the same reads recorded). Stacks are numbered as
         met; a candidate then costs a lookup per byte. Where there are many candidates, their
-        first bytes are stepped in arrays (most candidates die there) and only the survivors
-        walk on one by one."""
+        first bytes are stepped in arrays (most candidates die there) and the survivors walk on
+        together, a byte position at a time (:meth:`_walk_levels`)."""
         states: list[tuple[Derived, ...]] = [tuple((i, 0, ()) for i in range(n))]
         moves: list[dict[int, int]] = [{}]  # per numbered stacks: class -> next number, -1 dead
         number: dict[tuple[Derived, ...], int] = {states[0]: 0}
@@ -628,8 +628,6 @@ class PushdownRuntime:
             moves[k][c] = got
             return got
 
-        bits: dict[int, int] = {}  # word -> bits of the surviving tokens (one numpy write at the end)
-        walks: list[tuple[int, int, int]] = []  # (token, stacks reached, bytes walked)
         if cand.shape[0] >= MANY_CANDIDATES:
             lens, first = self._token_heads()
             length, head = lens[cand], first[cand]
@@ -642,12 +640,12 @@ class PushdownRuntime:
                 np.bitwise_or.at(row, done >> 5, (np.uint32(1) << (done & 31).astype(np.uint32)))
             on = (reached >= 0) & (length > 1)
             self._walk_levels(cand[on], reached[on], move, moves, states, row)
-            walks = []
-        else:
-            walks = [(t, 0, 0) for t in cand.tolist()]
+            return
+        bits: dict[int, int] = {}  # word -> bits of the surviving tokens (one numpy write at the end)
         tokens = self.tokens
-        for t, k, skip in walks:
-            for c in (tokens[t][skip:] if skip else tokens[t]).translate(class_of):
+        for t in cand.tolist():
+            k = 0
+            for c in tokens[t].translate(class_of):
                 got = moves[k].get(c)
                 if got is None:
                     got = move(k, c)
@@ -674,7 +672,9 @@ class PushdownRuntime:
             nxt = table[ks, cls]
             unknown = nxt == -2
             if unknown.any():
-                for pair in np.unique(ks[unknown] * 256 + cls[unknown]).tolist():
+                met = np.zeros(table.size, dtype=np.bool_)  # (a scatter, not a sort of every token's pair)
+                met[ks[unknown] * 256 + cls[unknown]] = True
+                for pair in np.flatnonzero(met).tolist():
                     k, c = divmod(pair, 256)
                     got = moves[k].get(c)
                     table[k, c] = got if got is not None else move(k, c)

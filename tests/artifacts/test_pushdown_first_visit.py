@@ -21,10 +21,10 @@ from tests.compiler.test_pushdown import AMB_IR, ARR_IR, MUT_IR, OBJ_IR
 GRAMMARS = {"arrays": ARR_IR, "objects": OBJ_IR, "mutual": MUT_IR, "ambiguous": AMB_IR}
 
 
-@pytest.fixture(params=["one by one", "first bytes in arrays"])
+@pytest.fixture(params=["one by one", "in arrays"])
 def candidate_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A mask's candidates walked one by one, or (every mask, however few) their first bytes
-    stepped in arrays as a mask with many candidates does."""
+    """A mask's candidates walked one by one, or (every mask, however few) gathered and walked
+    a byte position at a time in arrays, as a mask with many candidates does."""
     monkeypatch.setattr(pushdown, "MANY_CANDIDATES", 1 << 30 if request.param == "one by one" else 0)
     return str(request.param)
 
