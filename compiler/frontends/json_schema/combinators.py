@@ -31,6 +31,7 @@ from maskc.compiler.frontends.json_schema.base import ANNOTATIONS, TYPES, Base, 
 from maskc.compiler.frontends.json_schema.disjoint import disjoint, facts_of
 from maskc.compiler.frontends.json_schema.drafts import ref_overrides_siblings
 from maskc.compiler.frontends.json_schema.refs import has_ref, map_refs
+from maskc.compiler.frontends.json_schema.subsume import implies
 from maskc.compiler.frontends.json_text import CANONICAL_ANY_CHAR, Layout
 from maskc.compiler.ir import (
     NOTHING,
@@ -349,12 +350,27 @@ class CombinatorsMixin(Base):
             else:
                 sub = br
             subs.append((sub, bptr))
+        if kw == "anyOf" and not structural and len(subs) > 1 and (self.exact or self._over):
+            subs = self._without_implied(subs)
         nodes = [self.or_nothing(lambda: self.value(sub, bptr, depth)) for sub, bptr in subs]
         if kw == "oneOf" and len(nodes) > 1:
             if self._over:
                 return alt(*nodes)  # a superset: at least one branch
             return self.exclusive(nodes, subs, pointer, kw, depth)
         return alt(*nodes)
+
+    def _without_implied(self, subs: list[tuple[JsonValue, str]]) -> list[tuple[JsonValue, str]]:
+        """``anyOf`` branches less those whose language another kept branch's holds (proven
+        from keywords, :func:`.subsume.implies`): the union is the same, and a redundant
+        branch, often the costly one (an exclusive choice of overlapping objects), is never
+        compiled. Of two equal branches the first is kept."""
+        overrides = ref_overrides_siblings(self.draft)
+        kept = list(range(len(subs)))
+        for i in range(len(subs)):
+            x, xp = subs[i]
+            if any(j != i and implies(x, xp, subs[j][0], subs[j][1], self.resolve, overrides) for j in kept):
+                kept.remove(i)
+        return [subs[i] for i in kept]
 
     def _presence_variants(self, base: dict[str, JsonValue], branches: list[JsonValue],
                            pointer: str) -> list[tuple[JsonValue, str]] | None:
