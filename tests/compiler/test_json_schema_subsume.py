@@ -116,3 +116,78 @@ def test_branch_spelled_in_another_order_is_kept() -> None:
     assert accepts(schema, '{"b":1,"a":2}')
     assert accepts(schema, '{"a":1,"b":"x"}')
     assert not accepts(schema, '1')
+
+
+# -- oneOf branches apart on objects, with non-objects counted per kind ----------------------
+
+def test_admits_kind() -> None:
+    from maskc.compiler.frontends.json_schema.disjoint import ALL, NONE, admits_kind
+
+    def kind_of(schema: Any, kind: str) -> str | None:
+        return admits_kind(schema, "", kind, _resolve, True)
+
+    assert kind_of({"required": ["a"], "properties": {"a": {"type": "string"}}}, "string") == ALL
+    assert kind_of({"type": "object", "required": ["a"]}, "null") == NONE
+    assert kind_of({"type": "integer"}, "integer") == ALL
+    assert kind_of({"type": "integer"}, "fraction") == NONE
+    assert kind_of({"type": "number"}, "fraction") == ALL
+    assert kind_of({"minLength": 2}, "string") is None  # some strings
+    assert kind_of({"minLength": 2}, "array") == ALL
+    assert kind_of({"enum": ["a"]}, "string") is None
+    # both inner branches hold for every non-object: exactly one never does
+    assert kind_of({"oneOf": [{"required": ["a"]}, {"required": ["b"]}]}, "boolean") == NONE
+    assert kind_of({"anyOf": [{"required": ["a"]}, {"type": "object"}]}, "boolean") == ALL
+    assert kind_of({"not": {"type": "string"}}, "string") == NONE
+    assert kind_of({"if": {"type": "string"}, "then": {"maxLength": 3}}, "null") == ALL
+    assert kind_of({"if": {"type": "string"}, "then": {"maxLength": 3}}, "string") is None
+    assert kind_of(_ref("common"), "array") == NONE
+
+
+_ENVIRONMENTS: dict[str, Any] = {
+    "$schema": "http://json-schema.org/draft-04/schema#",
+    "definitions": {
+        # no 'type': the branches are apart on objects only (by the constant of 'kind')
+        "config": {"required": ["name", "kind"], "properties": {"name": {"type": "string", "minLength": 1}},
+                   "oneOf": [{"$ref": "#/definitions/docker"}, {"$ref": "#/definitions/ssh"},
+                             {"$ref": "#/definitions/local"}]},
+        "docker": {"properties": {"kind": {"enum": ["docker"]}, "image": {"type": "string"},
+                                  "file": {"type": "string"}},
+                   "oneOf": [{"required": ["image"]}, {"required": ["file"]}]},
+        "ssh": {"required": ["uri"], "properties": {"kind": {"enum": ["ssh"]}, "uri": {"type": "string"}}},
+        "local": {"properties": {"kind": {"enum": ["local"]}}},
+    },
+    "type": "array",
+    "items": {"$ref": "#/definitions/config"},
+}
+
+_PICKY: dict[str, Any] = {
+    # strings: both branches admit every one (none is valid); null and arrays: the first
+    # alone; objects: apart by 'kind'
+    "oneOf": [{"required": ["kind"], "properties": {"kind": {"const": "x"}}},
+              {"type": ["object", "string"], "required": ["kind"], "properties": {"kind": {"const": "y"}}}],
+}
+
+
+@pytest.mark.parametrize("schema", [_ENVIRONMENTS, _PICKY], ids=["environments", "kinds"])
+def test_oneof_apart_on_objects_gets_the_validators_verdict(schema: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from maskc.compiler.frontends.json_schema import combinators
+
+    def no_automata(*_: Any, **__: Any) -> Any:
+        raise AssertionError("the automaton construction of oneOf ran")
+
+    monkeypatch.setattr(combinators.CombinatorsMixin, "over_approx", no_automata)
+    validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
+    fields = {"name": "n", "kind": "docker", "image": "i", "file": "f", "uri": "u", "z": 1}
+    values: list[Any] = [None, True, "s", 1, 1.5, [], [1]]
+    for n in range(len(fields) + 1):
+        for keys in itertools.combinations(fields, n):
+            obj = {k: fields[k] for k in keys}
+            values += [obj, {**obj, "kind": "ssh"}, {**obj, "kind": "local"}, {**obj, "kind": "x"},
+                       {**obj, "kind": "y"}]
+    seen = set()
+    for v in values:
+        value = [v] if schema is _ENVIRONMENTS else v
+        ok = validator.is_valid(value)
+        assert accepts(schema, serialize(value, schema).decode()) == ok, value
+        seen.add(ok)
+    assert seen == {True, False}

@@ -28,7 +28,8 @@ from math import gcd, lcm
 
 from maskc.compiler.errors import EmptyLanguage, SchemaError, UnsupportedKeyword
 from maskc.compiler.frontends.json_schema.base import ANNOTATIONS, TYPES, Base, JsonValue, dumps_layout, ptr
-from maskc.compiler.frontends.json_schema.disjoint import disjoint, facts_of
+from maskc.compiler.frontends.json_schema.disjoint import (ALL, SCALAR_KINDS, Facts, admits_kind, disjoint, facts_of,
+                                                          on_objects)
 from maskc.compiler.frontends.json_schema.drafts import ref_overrides_siblings
 from maskc.compiler.frontends.json_schema.refs import has_ref, map_refs
 from maskc.compiler.frontends.json_schema.subsume import implies
@@ -434,6 +435,10 @@ class CombinatorsMixin(Base):
         facts = [facts_of(sub, bptr, self.resolve, overrides) for sub, bptr in subs]
         if all(disjoint(x, y) for i, x in enumerate(facts) for y in facts[i + 1 :]):
             return alt(*nodes)  # a discriminated union (see .disjoint)
+        if self.exact:
+            split = self._apart_on_objects(subs, facts, depth)
+            if split is not None:
+                return split
         overs = [self.over_approx(sub, bptr, depth) for sub, bptr in subs]
         limit = min(self.options.limits.max_states, _DISJOINT_MAX_STATES)
         if all(_disjoint(x, y, limit, self.deadline) for i, x in enumerate(overs) for y in overs[i + 1 :]):
@@ -456,6 +461,31 @@ class CombinatorsMixin(Base):
         canonical = [Product(n, CANONICAL_TEXT, "and") for n in nodes]
         overlaps = [Product(x, y, "and") for i, x in enumerate(overs) for y in overs[i + 1 :]]
         return Product(alt(*canonical), alt(*overlaps), "minus")
+
+    def _apart_on_objects(self, subs: list[tuple[JsonValue, str]], facts: list[Facts], depth: int) -> Node | None:
+        """``oneOf`` branches that are disjoint on objects (a discriminated union whose schemas
+        leave ``type`` out): the objects of each branch, and the kinds of non-object value
+        exactly one branch admits in full (object keywords constrain no other value, so each
+        branch admits all or none of a kind, when its other keywords say which). None where
+        the objects are not proven apart or some branch admits part of a kind."""
+        if not all(disjoint(x, y) for i, x in enumerate(map(on_objects, facts)) for y in map(on_objects, facts[i + 1 :])):
+            return None
+        overrides = ref_overrides_siblings(self.draft)
+        kinds = []
+        for kind in SCALAR_KINDS:
+            got = [admits_kind(sub, bptr, kind, self.resolve, overrides) for sub, bptr in subs]
+            if None in got:
+                return None
+            if got.count(ALL) == 1:
+                kinds.append(kind)
+        if ("integer" in kinds) != ("fraction" in kinds):
+            return None  # (whole numbers apart from the others: no type keyword says it)
+        types = ["number" if k == "integer" else k for k in kinds if k != "fraction"]
+        parts = [self.or_nothing(lambda: self.value({"allOf": [sub, {"type": "object"}]}, bptr, depth))
+                 for sub, bptr in subs]
+        if types:
+            parts.append(self.value({"type": types}, subs[0][1], depth))
+        return alt(*parts)
 
     def over_approx(self, schema: JsonValue, pointer: str, depth: int) -> Node:
         """A regular language holding every canonical spelling (:data:`CANONICAL_TEXT`, object

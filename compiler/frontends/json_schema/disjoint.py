@@ -21,9 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from maskc.compiler.errors import InputError
-from maskc.compiler.frontends.json_schema.base import TYPES, JsonValue, json_type
+from maskc.compiler.frontends.json_schema.base import (ANNOTATIONS, NUMBER_KW, STRING_KW, TYPES, JsonValue,
+                                                      json_type)
 
-__all__ = ["Facts", "facts_of", "disjoint"]
+__all__ = ["Facts", "facts_of", "disjoint", "on_objects", "admits_kind", "ALL", "NONE", "SCALAR_KINDS"]
 
 Resolve = Callable[[JsonValue, str], tuple[JsonValue, str]]
 
@@ -145,3 +146,106 @@ def disjoint(a: Facts, b: Facts) -> bool:
         if va is not None and vb is not None and not va & vb:
             return True
     return False
+
+
+def on_objects(f: Facts) -> Facts:
+    """``f`` for the schema's object instances alone (its types met with ``object``)."""
+    return Facts(f.empty, _meet(f.types, frozenset({"object"})), set(f.required), list(f.closed), dict(f.strings))
+
+
+# -- which non-objects a schema admits --------------------------------------------------------
+# A oneOf whose branches are disjoint on objects may still have non-objects that several
+# branches admit: object keywords constrain nothing else. Per kind of non-object value,
+# ``admits_kind`` says whether a schema admits all of them, none, or (None) not known.
+
+ALL, NONE = "all", "none"
+SCALAR_KINDS = ("null", "boolean", "string", "array", "integer", "fraction")  # fraction: a number not whole
+_OBJECT_ONLY = frozenset({"properties", "required", "additionalProperties", "patternProperties", "propertyNames",
+                          "minProperties", "maxProperties", "dependencies", "dependentRequired",
+                          "dependentSchemas", "unevaluatedProperties"})
+_ARRAY_ONLY = frozenset({"items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems",
+                         "contains", "minContains", "maxContains", "unevaluatedItems"})
+_NUMBERS = frozenset({"integer", "fraction"})
+
+
+def _applies(keyword: str, kind: str) -> bool | None:
+    """Whether ``keyword`` constrains values of ``kind`` (None: it is not one read here)."""
+    if keyword in _OBJECT_ONLY:
+        return False
+    if keyword in _ARRAY_ONLY:
+        return kind == "array"
+    if keyword in STRING_KW:
+        return kind == "string"
+    if keyword in NUMBER_KW:
+        return kind in _NUMBERS
+    return None
+
+
+def _both(verdicts: list[str | None]) -> str | None:
+    if NONE in verdicts:
+        return NONE
+    return None if None in verdicts else ALL
+
+
+def admits_kind(schema: JsonValue, pointer: str, kind: str, resolve: Resolve, ref_overrides: bool,
+                budget: int = _DEPTH) -> str | None:
+    """Whether ``schema`` admits every value of ``kind`` (:data:`ALL`), none (:data:`NONE`),
+    or some (None: not read). ``kind`` is a :data:`SCALAR_KINDS` entry, never an object."""
+    if schema is True:
+        return ALL
+    if schema is False:
+        return NONE
+    if not isinstance(schema, dict) or budget <= 0:
+        return None
+    verdicts: list[str | None] = []
+    if "$ref" in schema:
+        try:
+            target, tptr = resolve(schema["$ref"], pointer)
+        except InputError:
+            return None
+        got = admits_kind(target, tptr, kind, resolve, ref_overrides, budget - 1)
+        if ref_overrides:
+            return got
+        verdicts.append(got)
+    for key, value in schema.items():
+        if key in ANNOTATIONS or key == "$ref":
+            continue
+        sub = f"{pointer}/{key}"
+        if key == "type":
+            types = _types_of({"type": value})
+            if types is None:
+                return None
+            if kind == "integer":
+                verdicts.append(ALL if types & {"integer", "number"} else NONE)
+            elif kind == "fraction":
+                verdicts.append(ALL if "number" in types else NONE)
+            else:
+                verdicts.append(ALL if kind in types else NONE)
+        elif key in ("allOf", "anyOf", "oneOf"):
+            if not isinstance(value, list) or not value:
+                return None
+            got = [admits_kind(v, f"{sub}/{i}", kind, resolve, ref_overrides, budget - 1) for i, v in enumerate(value)]
+            if key == "allOf":
+                verdicts.append(_both(got))
+            elif None in got:
+                verdicts.append(None)
+            elif key == "anyOf":
+                verdicts.append(ALL if ALL in got else NONE)
+            else:
+                verdicts.append(ALL if got.count(ALL) == 1 else NONE)
+        elif key == "not":
+            got1 = admits_kind(value, sub, kind, resolve, ref_overrides, budget - 1)
+            verdicts.append(None if got1 is None else NONE if got1 == ALL else ALL)
+        elif key == "if":
+            cond = admits_kind(value, sub, kind, resolve, ref_overrides, budget - 1)
+            branch = "then" if cond == ALL else "else"
+            if cond is None:
+                verdicts.append(None)
+            elif branch in schema:
+                verdicts.append(admits_kind(schema[branch], f"{pointer}/{branch}", kind, resolve, ref_overrides,
+                                            budget - 1))
+        elif key in ("then", "else"):
+            continue  # (read with their 'if'; alone they constrain nothing)
+        elif _applies(key, kind) is not False:
+            verdicts.append(None)  # a keyword that may admit some values of the kind and not others
+    return _both(verdicts)
