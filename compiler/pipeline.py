@@ -164,11 +164,15 @@ def compile_ir(
     not_enforced: list[dict[str, str]] | None = None,
     progress: Progress | None = None,
     timings: dict[str, float] | None = None,
+    deadline: float | None = None,
 ) -> CompiledGrammar:
-    """Compile IR for ``vocab``: automaton stages, then alignment and the mask store."""
+    """Compile IR for ``vocab``: automaton stages, then alignment and the mask store.
+    ``deadline`` (``time.monotonic()``; default: ``max_seconds`` from now) is the whole
+    compile's, front end included where the caller started it earlier."""
     t = timings if timings is not None else {}
     start = time.perf_counter()
-    deadline = time.monotonic() + options.limits.max_seconds
+    if deadline is None:
+        deadline = time.monotonic() + options.limits.max_seconds
     try:
         table = token_table(vocab)
         dfa = grammar_dfa(node, options, t, deadline=deadline, horizon=table.longest if COUNTED_LOOPS else None)
@@ -205,17 +209,23 @@ def compile_grammar(
     not_enforced: list[dict[str, str]] | None = None,
     progress: Progress | None = None,
     timings: dict[str, float] | None = None,
+    deadline: float | None = None,
 ) -> CompiledGrammar:
-    """Compile a grammar with rules: regular grammars take :func:`compile_ir`'s path."""
+    """Compile a grammar with rules: regular grammars take :func:`compile_ir`'s path.
+    ``deadline`` as in :func:`compile_ir`: one for every stage."""
     t = timings if timings is not None else {}
+    if deadline is None:
+        deadline = time.monotonic() + options.limits.max_seconds
     t0 = time.perf_counter()
-    rules = resolve_rules(grammar)
+    try:
+        rules = resolve_rules(grammar, deadline=deadline)
+    except TimeLimitExceeded:
+        raise TimeLimitExceeded("compile time (s)", limit=options.limits.max_seconds) from None
     t["rules_ms"] = (time.perf_counter() - t0) * 1e3
     if rules.regular:
         return compile_ir(kind, source, rules.bodies[0], vocab, options, not_enforced=not_enforced,
-                          progress=progress, timings=t)
+                          progress=progress, timings=t, deadline=deadline)
     start = time.perf_counter()
-    deadline = time.monotonic() + options.limits.max_seconds
     try:
         pda = build_pda(rules, options, t, deadline=deadline)
         if pda.num_states > options.limits.max_states:
@@ -266,11 +276,13 @@ def compile_source(
     opts = options or CompileOptions()
     fe = frontend(kind)
     t: dict[str, float] = {}
+    deadline = time.monotonic() + opts.limits.max_seconds  # (the front end's own starts just after)
     t0 = time.perf_counter()
     text = fe.canonical(source)
     grammar, not_enforced = fe.to_grammar(source, opts)
     t["frontend_ms"] = (time.perf_counter() - t0) * 1e3
-    return compile_grammar(kind, text, grammar, vocab, opts, not_enforced=not_enforced, progress=progress, timings=t)
+    return compile_grammar(kind, text, grammar, vocab, opts, not_enforced=not_enforced, progress=progress, timings=t,
+                           deadline=deadline)
 
 
 def compile_json_schema(

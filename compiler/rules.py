@@ -10,9 +10,10 @@ pushdown automaton's rules. Input: a :class:`Grammar`; output: :class:`ResolvedR
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
-from maskc.compiler.errors import GrammarError
+from maskc.compiler.errors import GrammarError, TimeLimitExceeded
 from maskc.compiler.graphs import strongly_connected
 from maskc.compiler.ir import EMPTY, Alt, Automaton, ByteSet, Fields, Grammar, Node, Product, Repeat, RuleRef, Seq, alt, children, rep, seq, star
 
@@ -156,11 +157,12 @@ def tail_loop(name: str, body: Node) -> Node | None:
     return seq(star(alt(*got[0])), alt(*got[1]))
 
 
-def resolve_rules(grammar: Grammar) -> ResolvedRules:
+def resolve_rules(grammar: Grammar, *, deadline: float | None = None) -> ResolvedRules:
     """Inline every rule that is not on a reference cycle; keep the cyclic ones as rules.
 
     Raises:
         GrammarError: a reference names no rule.
+        TimeLimitExceeded: ``deadline`` (``time.monotonic()``) passed while inlining.
     """
     bodies = grammar.rule_map
     for name, body in list(bodies.items()):
@@ -210,9 +212,14 @@ def resolve_rules(grammar: Grammar) -> ResolvedRules:
     memo: dict[str, Node] = {}
     done: dict[int, Node] = {}  # by id: shared sub-nodes are expanded once
 
+    ticks = [0]
+
     def expand(node: Node) -> Node:
         got = done.get(id(node))
         if got is None:
+            ticks[0] += 1
+            if deadline is not None and not ticks[0] & 1023 and time.monotonic() > deadline:
+                raise TimeLimitExceeded("compile time (s)", limit=0)
             got = done[id(node)] = _expand(node)
         return got
 

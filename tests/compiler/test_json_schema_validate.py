@@ -258,3 +258,46 @@ def test_every_subschema_is_compiled_under_the_deadline() -> None:
     with pytest.raises(TimeLimitExceeded) as e:
         schema_to_ir(schema, CompileOptions(limits=Limits(max_seconds=1e-9)))
     assert e.value.limit == pytest.approx(1e-9)
+
+
+def test_one_deadline_covers_every_stage(monkeypatch: pytest.MonkeyPatch, byte_vocab: maskc.Vocabulary) -> None:
+    # The front end, rule inlining, automata and alignment share the compile's one limit: a
+    # front end that used it up leaves no fresh allowance to the stages after it.
+    import time
+
+    from maskc.compiler import pipeline
+    from maskc.compiler.errors import TimeLimitExceeded
+    from maskc.compiler.frontends.registry import frontend
+    from maskc.compiler.options import CompileOptions, Limits
+
+    fe = frontend("regex")
+
+    class Slow:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(fe, name)
+
+        def to_grammar(self, source: Any, options: CompileOptions) -> Any:
+            got = fe.to_grammar(source, options)
+            time.sleep(0.3)
+            return got
+
+    monkeypatch.setattr(pipeline, "frontend", lambda kind: Slow())
+    vocab = byte_vocab
+    options = CompileOptions(limits=Limits(max_seconds=0.25))
+    with pytest.raises(TimeLimitExceeded) as e:
+        pipeline.compile_source("regex", "ab+c", vocab, options)
+    assert e.value.limit == pytest.approx(0.25)
+    pipeline.compile_source("regex", "ab+c", vocab, CompileOptions(limits=Limits(max_seconds=30)))
+
+
+def test_rule_inlining_stops_at_the_deadline() -> None:
+    import time
+
+    from maskc.compiler.errors import TimeLimitExceeded
+    from maskc.compiler.ir import Grammar, lit, rep, seq
+    from maskc.compiler.rules import resolve_rules
+
+    grammar = Grammar("s", (("s", seq(*[rep(lit(f"k{i}"), 0, 2) for i in range(3000)])),))
+    assert resolve_rules(grammar, deadline=time.monotonic() + 60).regular
+    with pytest.raises(TimeLimitExceeded):
+        resolve_rules(grammar, deadline=time.monotonic() - 1)
