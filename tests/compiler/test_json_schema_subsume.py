@@ -191,3 +191,68 @@ def test_oneof_apart_on_objects_gets_the_validators_verdict(schema: Any, monkeyp
         assert accepts(schema, serialize(value, schema).decode()) == ok, value
         seen.add(ok)
     assert seen == {True, False}
+
+
+# -- oneOf in generation semantics ------------------------------------------------------------
+
+def _no_general_oneof(monkeypatch: pytest.MonkeyPatch) -> None:
+    from maskc.compiler.frontends.json_schema import combinators
+
+    def no_automata(*_: Any, **__: Any) -> Any:
+        raise AssertionError("the automaton construction of oneOf ran")
+
+    monkeypatch.setattr(combinators.CombinatorsMixin, "over_approx", no_automata)
+
+
+def _objects(fields: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{k: fields[k] for k in keys} for n in range(len(fields) + 1) for keys in itertools.combinations(fields, n)]
+
+
+def test_generation_oneof_drops_a_branch_another_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 'file' is oneOf [A, common] with A inside common: no instance of A meets exactly one,
+    # and common's generation language (objects of its declared keys) meets A nowhere
+    _no_general_oneof(monkeypatch)
+    validator = jsonschema.Draft4Validator(_FILES)
+    accepted = 0
+    for obj in _objects({"name": "n", "kind": "dir", "user": "u", "size": 3, "files": 2}):
+        value = [obj]
+        if accepts(_FILES, serialize(value, _FILES).decode(), "generation"):
+            assert validator.is_valid(value), value  # sound
+            accepted += 1
+    assert accepts(_FILES, '[{"name":"n","kind":"dir"}]', "generation")
+    assert not accepts(_FILES, '[{"name":"n","kind":"dir","user":"u","size":3}]', "generation")  # meets A and common
+    assert accepted == 1
+
+
+_CLOSED = {"oneOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                     {"type": "object", "properties": {"b": {"type": "integer"}}, "required": ["b"]}]}
+_UNTYPED = {"oneOf": [{"properties": {"a": {"type": "string"}}, "required": ["a"]}, {"type": "string"}]}
+
+
+def test_generation_oneof_apart_by_declared_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    # {a, b} meets both branches, but neither branch's generation language writes it
+    _no_general_oneof(monkeypatch)
+    validator = jsonschema.Draft202012Validator(_CLOSED)
+    for obj in _objects({"a": 1, "b": 2, "c": 3}):
+        got = accepts(_CLOSED, serialize(obj, _CLOSED).decode(), "generation")
+        assert not got or validator.is_valid(obj), obj
+        assert got == (obj in ({"a": 1}, {"b": 2})), obj
+
+
+def test_generation_oneof_untyped_branch_keeps_its_non_objects() -> None:
+    # a string meets both branches (the first constrains objects only): its generation
+    # language is objects alone, but the second branch's strings are still invalid
+    validator = jsonschema.Draft202012Validator(_UNTYPED)
+    for text, value in (('"x"', "x"), ('{"a":"x"}', {"a": "x"}), ('{"a":1}', {"a": 1})):
+        assert not accepts(_UNTYPED, text, "generation") or validator.is_valid(value), text
+    assert not accepts(_UNTYPED, '"x"', "generation")
+    assert accepts(_UNTYPED, '{"a":"x"}', "generation")
+
+
+def test_generation_object_without_properties_stays_open() -> None:
+    # without 'properties' a generation object admits any key: {a, z} meets both branches
+    schema = {"type": "object", "oneOf": [{"type": "object", "required": ["a"]},
+                                          {"type": "object", "required": ["z"]}]}
+    assert accepts(schema, '{"a":1}', "generation")
+    assert not accepts(schema, '{"a":1,"z":1}', "generation")
+    assert not accepts(schema, '{"z":1,"a":1}', "generation")

@@ -29,7 +29,7 @@ from math import gcd, lcm
 from maskc.compiler.errors import EmptyLanguage, SchemaError, UnsupportedKeyword
 from maskc.compiler.frontends.json_schema.base import ANNOTATIONS, TYPES, Base, JsonValue, dumps_layout, ptr
 from maskc.compiler.frontends.json_schema.disjoint import (ALL, SCALAR_KINDS, Facts, admits_kind, disjoint, facts_of,
-                                                          on_objects)
+                                                          generation_facts, on_objects)
 from maskc.compiler.frontends.json_schema.drafts import ref_overrides_siblings
 from maskc.compiler.frontends.json_schema.refs import has_ref, map_refs
 from maskc.compiler.frontends.json_schema.subsume import implies
@@ -439,6 +439,10 @@ class CombinatorsMixin(Base):
             split = self._apart_on_objects(subs, facts, depth)
             if split is not None:
                 return split
+        elif not self._over:
+            got = self._generation_exclusive(nodes, subs, facts)
+            if got is not None:
+                return got
         overs = [self.over_approx(sub, bptr, depth) for sub, bptr in subs]
         limit = min(self.options.limits.max_states, _DISJOINT_MAX_STATES)
         if all(_disjoint(x, y, limit, self.deadline) for i, x in enumerate(overs) for y in overs[i + 1 :]):
@@ -461,6 +465,25 @@ class CombinatorsMixin(Base):
         canonical = [Product(n, CANONICAL_TEXT, "and") for n in nodes]
         overlaps = [Product(x, y, "and") for i, x in enumerate(overs) for y in overs[i + 1 :]]
         return Product(alt(*canonical), alt(*overlaps), "minus")
+
+    def _generation_exclusive(self, nodes: list[Node], subs: list[tuple[JsonValue, str]],
+                              facts: list[Facts]) -> Node | None:
+        """``oneOf`` in ``generation`` semantics, where a branch's language is a part of its
+        instances: a branch another branch provably holds (:func:`.subsume.implies`) has no
+        instance that meets exactly one, and is left out; each branch kept is exact where
+        its language provably shares no value with any other branch's instances, from its
+        generation facts (objects closed to the keys it declares). None where one is not
+        proven (the general construction applies)."""
+        overrides = ref_overrides_siblings(self.draft)
+        n = len(subs)
+        live = [i for i in range(n)
+                if not any(j != i and implies(subs[i][0], subs[i][1], subs[j][0], subs[j][1], self.resolve, overrides)
+                           for j in range(n))]
+        for i in live:
+            mine = generation_facts(subs[i][0], subs[i][1], self.resolve, overrides, facts[i])
+            if not all(disjoint(mine, facts[k]) for k in range(n) if k != i):
+                return None
+        return alt(*[nodes[i] for i in live]) if live else NOTHING
 
     def _apart_on_objects(self, subs: list[tuple[JsonValue, str]], facts: list[Facts], depth: int) -> Node | None:
         """``oneOf`` branches that are disjoint on objects (a discriminated union whose schemas

@@ -21,10 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from maskc.compiler.errors import InputError
-from maskc.compiler.frontends.json_schema.base import (ANNOTATIONS, NUMBER_KW, STRING_KW, TYPES, JsonValue,
-                                                      json_type)
+from maskc.compiler.frontends.json_schema.base import (ANNOTATIONS, ARRAY_KW, NUMBER_KW, OBJECT_KW, STRING_KW, TYPES,
+                                                      JsonValue, json_type)
 
-__all__ = ["Facts", "facts_of", "disjoint", "on_objects", "admits_kind", "ALL", "NONE", "SCALAR_KINDS"]
+__all__ = ["Facts", "facts_of", "disjoint", "on_objects", "generation_facts", "admits_kind", "ALL", "NONE", "SCALAR_KINDS"]
 
 Resolve = Callable[[JsonValue, str], tuple[JsonValue, str]]
 
@@ -249,3 +249,61 @@ def admits_kind(schema: JsonValue, pointer: str, kind: str, resolve: Resolve, re
         elif _applies(key, kind) is not False:
             verdicts.append(None)  # a keyword that may admit some values of the kind and not others
     return _both(verdicts)
+
+
+# -- what a generation-semantics language holds ---------------------------------------------
+# In ``generation`` semantics an object admits no key its schema does not declare (unless
+# additionalProperties or patternProperties admit some), and a schema without ``type``
+# takes the types its keywords imply. Where a branch's keywords say exactly which keys it
+# declares, its language's objects are closed to them: a fact its JSON Schema facts lack.
+
+_KEYLESS = (STRING_KW | NUMBER_KW | _ARRAY_ONLY | {"type", "minProperties", "maxProperties", "properties",
+                                                   "required", "additionalProperties", "allOf", "$ref"})
+
+
+def _declared(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: bool, names: set[str],
+              seen: set[str], budget: int) -> bool:
+    """Add the keys ``schema`` declares to ``names`` and its keywords to ``seen``; False where
+    it may admit other keys (a keyword that can declare or admit more, read nowhere here)."""
+    if not isinstance(schema, dict) or budget <= 0:
+        return False
+    if set(schema) - ANNOTATIONS - _KEYLESS:
+        return False
+    seen.update(schema)
+    extra = schema.get("additionalProperties", False)
+    if extra is not False:
+        return False
+    if "$ref" in schema:
+        try:
+            target, tptr = resolve(schema["$ref"], pointer)
+        except InputError:
+            return False
+        if not _declared(target, tptr, resolve, ref_overrides, names, seen, budget - 1):
+            return False
+        if ref_overrides:
+            return True
+    props = schema.get("properties", {})
+    req = schema.get("required", [])
+    if not isinstance(props, dict) or not isinstance(req, list):
+        return False
+    names.update(props)
+    names.update(x for x in req if isinstance(x, str))
+    conj = schema.get("allOf", [])
+    return isinstance(conj, list) and all(
+        _declared(c, f"{pointer}/allOf/{i}", resolve, ref_overrides, names, seen, budget - 1)
+        for i, c in enumerate(conj))
+
+
+def generation_facts(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: bool, facts: Facts) -> Facts:
+    """``facts`` of ``schema`` with what its ``generation``-semantics language adds: objects
+    closed to the keys it declares, and the object type where only object keywords speak,
+    when its keywords say so; else ``facts`` as they are (the language is a subset of the
+    instances, so they hold of it too)."""
+    names: set[str] = set()
+    seen: set[str] = set()
+    if not _declared(schema, pointer, resolve, ref_overrides, names, seen, _DEPTH) or "properties" not in seen:
+        return facts  # (an object that declares no properties admits any key in generation too)
+    types = facts.types
+    if types is None and seen & OBJECT_KW and not seen & (ARRAY_KW | _ARRAY_ONLY | STRING_KW | NUMBER_KW):
+        types = frozenset({"object"})  # (object keywords alone: the type generation infers)
+    return Facts(facts.empty, types, set(facts.required), [*facts.closed, frozenset(names)], dict(facts.strings))
