@@ -256,3 +256,32 @@ def test_generation_object_without_properties_stays_open() -> None:
     assert accepts(schema, '{"a":1}', "generation")
     assert not accepts(schema, '{"a":1,"z":1}', "generation")
     assert not accepts(schema, '{"z":1,"a":1}', "generation")
+
+
+def test_generation_oneof_infers_objects_only_from_what_every_alternative_holds(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The environments: a branch with a oneOf of its own writes objects only (its object
+    # keywords merge into each alternative), so the branches are apart by 'kind'
+    from maskc.compiler.frontends.json_schema import combinators
+
+    calls: list[str] = []
+    over = combinators.CombinatorsMixin.over_approx
+
+    def counted(self: Any, schema: Any, pointer: str, depth: int) -> Any:
+        calls.append(pointer)
+        return over(self, schema, pointer, depth)
+
+    monkeypatch.setattr(combinators.CombinatorsMixin, "over_approx", counted)
+    validator = jsonschema.Draft4Validator(_ENVIRONMENTS)
+    accepted = 0
+    for obj in _objects({"name": "n", "kind": "docker", "image": "i", "file": "f", "uri": "u"}):
+        for value in ([obj], [{**obj, "kind": "ssh"}], [{**obj, "kind": "local"}]):
+            if accepts(_ENVIRONMENTS, serialize(value, _ENVIRONMENTS).decode(), "generation"):
+                assert validator.is_valid(value), value
+                accepted += 1
+    assert accepted and not [p for p in calls if p.startswith("/definitions/config/oneOf")]
+    # an alternative with no object keyword ({}) writes any value: a string meets both
+    # branches here, and is not written
+    schema = {"oneOf": [{"anyOf": [{"properties": {"a": {}}, "required": ["a"]}, {}]}, {"type": "string"}]}
+    assert not accepts(schema, '"s"', "generation")
+    assert accepts(schema, '{"a":1}', "generation") == jsonschema.Draft202012Validator(schema).is_valid({"a": 1})

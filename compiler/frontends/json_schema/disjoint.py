@@ -294,16 +294,54 @@ def _declared(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: 
         for i, c in enumerate(conj))
 
 
+def _keywords(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: bool, top: bool, at_top: set[str],
+              anywhere: set[str], budget: int) -> bool:
+    """Collect the keywords of ``schema`` and of what merges into it (references, ``allOf``
+    conjuncts: ``at_top`` too; ``anyOf``/``oneOf`` branches: ``anywhere`` only); False where a
+    keyword could give it another type (``type``, ``enum``, ``const``, a condition, ``not``)."""
+    if isinstance(schema, bool):
+        return True
+    if not isinstance(schema, dict) or budget <= 0 or set(schema) & {"type", "enum", "const", "if", "then", "else",
+                                                                      "not"}:
+        return False
+    keys = set(schema) - ANNOTATIONS
+    anywhere.update(keys)
+    if top:
+        at_top.update(keys)
+    if "$ref" in schema:
+        try:
+            target, tptr = resolve(schema["$ref"], pointer)
+        except InputError:
+            return False
+        if not _keywords(target, tptr, resolve, ref_overrides, top, at_top, anywhere, budget - 1):
+            return False
+        if ref_overrides:
+            return True
+    for kw in ("allOf", "anyOf", "oneOf"):
+        subs = schema.get(kw, [])
+        if not isinstance(subs, list) or not all(
+                _keywords(c, f"{pointer}/{kw}/{i}", resolve, ref_overrides, top and kw == "allOf", at_top, anywhere,
+                          budget - 1) for i, c in enumerate(subs)):
+            return False
+    return True
+
+
 def generation_facts(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: bool, facts: Facts) -> Facts:
-    """``facts`` of ``schema`` with what its ``generation``-semantics language adds: objects
-    closed to the keys it declares, and the object type where only object keywords speak,
-    when its keywords say so; else ``facts`` as they are (the language is a subset of the
-    instances, so they hold of it too)."""
+    """``facts`` of ``schema`` with what its ``generation``-semantics language adds, where its
+    keywords say so: objects closed to the keys it declares (every key it may write is
+    declared by it or the conjuncts merged into it, none admits undeclared ones, and it
+    declares ``properties``); and, with no ``type`` anywhere, the object type when object
+    keywords alone speak (in it or what merges into every one of its alternatives). The
+    language is a part of the instances, so ``facts`` hold of it as they are."""
+    types = facts.types
+    at_top: set[str] = set()
+    anywhere: set[str] = set()
+    if types is None and _keywords(schema, pointer, resolve, ref_overrides, True, at_top, anywhere, _DEPTH) and (
+            at_top & OBJECT_KW and not anywhere & (ARRAY_KW | _ARRAY_ONLY | STRING_KW | NUMBER_KW)):
+        types = frozenset({"object"})  # (the type generation infers from object keywords)
+    closed = list(facts.closed)
     names: set[str] = set()
     seen: set[str] = set()
-    if not _declared(schema, pointer, resolve, ref_overrides, names, seen, _DEPTH) or "properties" not in seen:
-        return facts  # (an object that declares no properties admits any key in generation too)
-    types = facts.types
-    if types is None and seen & OBJECT_KW and not seen & (ARRAY_KW | _ARRAY_ONLY | STRING_KW | NUMBER_KW):
-        types = frozenset({"object"})  # (object keywords alone: the type generation infers)
-    return Facts(facts.empty, types, set(facts.required), [*facts.closed, frozenset(names)], dict(facts.strings))
+    if _declared(schema, pointer, resolve, ref_overrides, names, seen, _DEPTH) and "properties" in seen:
+        closed.append(frozenset(names))  # (an object that declares no properties admits any key)
+    return Facts(facts.empty, types, set(facts.required), closed, dict(facts.strings))
