@@ -224,18 +224,18 @@ def admits_kind(schema: JsonValue, pointer: str, kind: str, resolve: Resolve, re
         elif key in ("allOf", "anyOf", "oneOf"):
             if not isinstance(value, list) or not value:
                 return None
-            got = [admits_kind(v, f"{sub}/{i}", kind, resolve, ref_overrides, budget - 1) for i, v in enumerate(value)]
+            each = [admits_kind(v, f"{sub}/{i}", kind, resolve, ref_overrides, budget - 1) for i, v in enumerate(value)]
             if key == "allOf":
-                verdicts.append(_both(got))
-            elif None in got:
+                verdicts.append(_both(each))
+            elif None in each:
                 verdicts.append(None)
             elif key == "anyOf":
-                verdicts.append(ALL if ALL in got else NONE)
+                verdicts.append(ALL if ALL in each else NONE)
             else:
-                verdicts.append(ALL if got.count(ALL) == 1 else NONE)
+                verdicts.append(ALL if each.count(ALL) == 1 else NONE)
         elif key == "not":
-            got1 = admits_kind(value, sub, kind, resolve, ref_overrides, budget - 1)
-            verdicts.append(None if got1 is None else NONE if got1 == ALL else ALL)
+            inner = admits_kind(value, sub, kind, resolve, ref_overrides, budget - 1)
+            verdicts.append(None if inner is None else NONE if inner == ALL else ALL)
         elif key == "if":
             cond = admits_kind(value, sub, kind, resolve, ref_overrides, budget - 1)
             branch = "then" if cond == ALL else "else"

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Literal
 
 from maskc.compiler.errors import InputError
 from maskc.compiler.frontends.json_schema.base import ANNOTATIONS, TYPES, JsonValue, json_type
@@ -97,6 +98,19 @@ class _Prover:
         except InputError:
             return None
 
+    def alias(self, schema: dict[str, JsonValue], pointer: str) -> tuple[JsonValue, str] | Literal[False] | None:
+        """What ``schema`` stands for when it is a reference (with no siblings, or siblings
+        its draft ignores) or a lone ``allOf`` conjunct; False for a reference not read here
+        (siblings that merge, or no target); None when it is neither."""
+        kws = set(schema) - ANNOTATIONS
+        if "$ref" in schema:
+            if not self.ref_overrides and kws != {"$ref"}:
+                return False
+            return self.target(schema, pointer) or False
+        if kws == {"allOf"} and isinstance(schema["allOf"], list) and len(schema["allOf"]) == 1:
+            return schema["allOf"][0], f"{pointer}/allOf/0"
+        return None
+
     def implies(self, x: JsonValue, xp: str, y: JsonValue, yp: str, budget: int) -> bool:
         if y is True or x is False or _same(x, y):
             return True
@@ -108,26 +122,18 @@ class _Prover:
         # the right side: a reference, a lone conjunct, a union of branches (without siblings:
         # merged siblings would change the layout)
         y_kw = set(y) - ANNOTATIONS
-        if "$ref" in y:
-            if not self.ref_overrides and y_kw != {"$ref"}:
-                return False
-            got = self.target(y, yp)
-            return got is not None and self.implies(x, xp, got[0], got[1], budget - 1)
-        if y_kw == {"allOf"} and isinstance(y["allOf"], list) and len(y["allOf"]) == 1:
-            return self.implies(x, xp, y["allOf"][0], f"{yp}/allOf/0", budget - 1)
+        alias = self.alias(y, yp)
+        if alias is not None:
+            return alias is not False and self.implies(x, xp, alias[0], alias[1], budget - 1)
         if y_kw == {"anyOf"} and isinstance(y["anyOf"], list):
             return any(self.implies(x, xp, a, f"{yp}/anyOf/{i}", budget - 1) for i, a in enumerate(y["anyOf"]))
         if y_kw & _COMBINATORS:
             return False
         # the left side: a reference, a lone conjunct, each branch of a union
         x_kw = set(x) - ANNOTATIONS
-        if "$ref" in x:
-            if not self.ref_overrides and x_kw != {"$ref"}:
-                return False
-            got = self.target(x, xp)
-            return got is not None and self.implies(got[0], got[1], y, yp, budget - 1)
-        if x_kw == {"allOf"} and isinstance(x["allOf"], list) and len(x["allOf"]) == 1:
-            return self.implies(x["allOf"][0], f"{xp}/allOf/0", y, yp, budget - 1)
+        alias = self.alias(x, xp)
+        if alias is not None:
+            return alias is not False and self.implies(alias[0], alias[1], y, yp, budget - 1)
         unions = [kw for kw in ("anyOf", "oneOf") if kw in x]
         if len(unions) == 1 and x_kw == set(unions):
             alts = x[unions[0]]
