@@ -310,6 +310,15 @@ class Artifact:
             self._plans[state] = plan
         return plan
 
+    def row_plan(self, state: int) -> NDArray[np.int32]:
+        """The row of ``state`` as its fill plan from now on (a state visited again: one row
+        copy per fill beats a clear and word stores), shared by the states of its mask."""
+        m = self.state_mask.item(state)
+        row = self.mask_row_of(m)
+        self._mask_plans[m] = row
+        self._plans[state] = row
+        return row
+
     def mask_row_of(self, m: int) -> NDArray[np.int32]:
         """Mask ``m`` of the store as a read-only int32 bitmask row, cached."""
         row = self._rows.get(m)

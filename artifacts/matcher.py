@@ -409,12 +409,14 @@ class Matcher:
 
     def write_row(self, view: NDArray[np.int32], index: int) -> None:
         """Write the allowed set into ``view[index]`` (a validated numpy bitmask) through the
-        state's cached fill plan: a short allow list as a clear and a few word stores, any
-        other mask as a row copy."""
+        state's cached fill plan: on a first visit, a short allow list as a clear and a few
+        word stores; on later visits, and for any other mask, a row copy."""
         s = self._stack[-1]
         plan = self._plans.get(s)
         if plan is None:
             plan = zero_row(self._vocab_size) if s == _TERMINATED else self.artifact.fill_plan(s)
+        elif type(plan) is tuple:
+            plan = self.artifact.row_plan(s)  # visited again: one row copy from now on
         if type(plan) is tuple:
             view[index] = self._zero  # (a row copy: faster than fill(0))
             out = view[index]
