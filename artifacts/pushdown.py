@@ -381,6 +381,10 @@ class PushdownRuntime:
         # exact configurations seen: the answer without the reach-keyed lookup
         self._mask_exact: dict[Config, tuple[NDArray[np.int32], bool]] = {}
         self._step_exact: dict[tuple[Config, int], Config] = {}
+        # (configuration, token id) -> the configuration ``PushdownMatcher.accept_token``
+        # moves to (the empty one after EOS), or None where the token is rejected: a warm
+        # step is one lookup
+        self.accepts: dict[tuple[Config, int], Config | None] = {}
         self.misses = 0
         self.fast = fast
         # top state -> (the answer of ``mask`` for the stack of that state alone, the answer
@@ -839,6 +843,7 @@ class PushdownMatcher:
         self._vocab_size = artifact.vocab_size
         self._history: list[Config] = [((0,),)]
         self._forced: dict[Config, bytes] = {}
+        self._accepts = self._rt.accepts
 
     def __repr__(self) -> str:
         c = self._history[-1]
@@ -893,20 +898,29 @@ class PushdownMatcher:
         t = token_id if type(token_id) is int and 0 <= token_id < self._vocab_size else (
             check_token_id(token_id, self._vocab_size))
         c = self._history[-1]
-        if not c:
-            return False
-        if t in self._eos:
-            if self._rt.can_end(c):
-                self._history.append(_TERMINATED)
-                return True
-            return False
-        if t >= len(self._tokens) or t in self._special or not self._tokens[t]:
-            return False
-        nxt = self._rt.advance(c, self._tokens[t], t)
-        if not nxt:
+        key = (c, t)
+        nxt = self._accepts.get(key, _UNSEEN)
+        if nxt is _UNSEEN:
+            nxt = self._step(c, t)
+            if len(self._accepts) >= MEMO_LIMIT:
+                self._accepts.clear()
+            self._accepts[key] = nxt
+        if nxt is None:
             return False
         self._history.append(nxt)
         return True
+
+    def _step(self, c: Config, t: int) -> Config | None:
+        """The configuration after token ``t`` from ``c`` (``_TERMINATED`` after EOS), or None
+        where it is rejected."""
+        if not c:
+            return None
+        if t in self._eos:
+            return _TERMINATED if self._rt.can_end(c) else None
+        if t >= len(self._tokens) or t in self._special or not self._tokens[t]:
+            return None
+        nxt = self._rt.advance(c, self._tokens[t], t)
+        return nxt if nxt else None
 
     def accept_string(self, text: str | bytes) -> bool:
         """Advance by raw bytes; False (state unchanged) if rejected. Not undoable by rollback."""

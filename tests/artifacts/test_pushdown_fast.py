@@ -151,3 +151,33 @@ def test_a_settled_file_is_verified_once_until_it_changes(tmp_path: Path, pda_vo
     assert maskc.load_artifact(path).metadata["grammar_source"] == other.metadata["grammar_source"]
     io.forget_verified()
     assert io.verified_file(path) is None
+
+
+def test_matcher_steps_memoized_per_configuration_and_token(toy_vocab: Vocabulary) -> None:
+    # The second matcher of an artifact finds every step the first took, accepted or
+    # rejected, in the shared memo: it must move (and refuse) exactly as the first did, and
+    # as the runtime's own step does, rollback included.
+    art = _loaded(OBJ_IR, toy_vocab, 6)
+    rng = random.Random(3)
+    ids = list(range(toy_vocab.vocab_size))
+    first, second = art.matcher(), art.matcher()
+    rt = first._rt
+    for _ in range(30):
+        first.reset()
+        second.reset()
+        for _ in range(12):
+            c = first.config
+            t = rng.choice(ids)
+            got = first.accept_token(t)
+            assert second.accept_token(t) == got
+            assert second.config == first.config
+            if t in toy_vocab.eos_ids:
+                assert got == (bool(c) and rt.can_end(c))
+            elif c and t < len(toy_vocab.token_bytes) and toy_vocab.token_bytes[t] and t not in toy_vocab.special_ids:
+                assert got == bool(rt.advance(c, toy_vocab.token_bytes[t], t))
+            else:
+                assert not got
+            if got and rng.random() < 0.2:
+                first.rollback(1)
+                second.rollback(1)
+    assert rt.accepts
