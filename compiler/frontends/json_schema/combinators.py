@@ -364,7 +364,7 @@ class CombinatorsMixin(Base):
         """``anyOf`` branches less those whose language another kept branch's holds (proven
         from keywords, :func:`.subsume.implies`): the union is the same, and a redundant
         branch, often the costly one (an exclusive choice of overlapping objects), is never
-        compiled. Of two equal branches the first is kept."""
+        compiled. Of branches that hold each other, the last is kept."""
         overrides = ref_overrides_siblings(self.draft)
         kept = list(range(len(subs)))
         for i in range(len(subs)):
@@ -491,7 +491,8 @@ class CombinatorsMixin(Base):
         exactly one branch admits in full (object keywords constrain no other value, so each
         branch admits all or none of a kind, when its other keywords say which). None where
         the objects are not proven apart or some branch admits part of a kind."""
-        if not all(disjoint(x, y) for i, x in enumerate(map(on_objects, facts)) for y in map(on_objects, facts[i + 1 :])):
+        objects = [on_objects(f) for f in facts]
+        if not all(disjoint(x, y) for i, x in enumerate(objects) for y in objects[i + 1 :]):
             return None
         overrides = ref_overrides_siblings(self.draft)
         kinds = []
