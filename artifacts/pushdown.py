@@ -378,13 +378,10 @@ class PushdownRuntime:
         self._ids: dict[int, NDArray[np.int64]] = {}
         self._mask_memo: dict[Any, Any] = {}
         self._step_memo: dict[Any, Any] = {}
-        # exact configurations seen: the answer without the reach-keyed lookup
+        # exact configurations seen: the answer without the reach-keyed lookup (for a step by a
+        # token id, before any other: a warm step is one lookup)
         self._mask_exact: dict[Config, tuple[NDArray[np.int32], bool]] = {}
         self._step_exact: dict[tuple[Config, int], Config] = {}
-        # (configuration, token id) -> the configuration ``PushdownMatcher.accept_token``
-        # moves to (the empty one after EOS), or None where the token is rejected: a warm
-        # step is one lookup
-        self.accepts: dict[tuple[Config, int], Config | None] = {}
         self.misses = 0
         self.fast = fast
         # top state -> (the answer of ``mask`` for the stack of that state alone, the answer
@@ -696,8 +693,23 @@ class PushdownRuntime:
     # -- steps ----------------------------------------------------------------------------------
 
     def advance(self, config: Config, data: bytes, token: int | None = None) -> Config:
-        """The configuration after ``data`` (empty tuple: rejected). Memoized per token id."""
-        if token is not None and len(config) == 1 and self.fast:
+        """The configuration after ``data`` (empty tuple: rejected). Memoized per (configuration,
+        token id): a warm step is one lookup."""
+        if token is None:
+            w = self._walk(config)
+            return self._apply(config, tuple(w.run([(i, 0, ()) for i in range(len(config))], data)))
+        key = (config, token)
+        got = self._step_exact.get(key)
+        if got is None:
+            got = self._token_step(config, data, token)
+            if len(self._step_exact) >= MEMO_LIMIT:
+                self._step_exact.clear()
+            self._step_exact[key] = got
+        return got
+
+    def _token_step(self, config: Config, data: bytes, token: int) -> Config:
+        """:meth:`advance` by token ``token`` (bytes ``data``), not memoized per configuration."""
+        if len(config) == 1 and self.fast:
             s = config[0]
             q = s[-1]
             key = (q, token)
@@ -711,20 +723,13 @@ class PushdownRuntime:
                 if q2 < 0 or self.max_depth - len(s) < need:
                     return ()
                 return (s[:-1] + (q2,),)
-        if token is not None:
-            exact = self._step_exact.get((config, token))
-            if exact is not None:
-                return exact
-            got, j = self._lookup(self._step_memo, config, token)
-            if got is not None:
-                return self._remember(config, token, self._apply(config, got))
+        got, j = self._lookup(self._step_memo, config, token)
+        if got is not None:
+            return self._apply(config, got)
         w = self._walk(config)
-        out = w.run([(i, 0, ()) for i in range(len(config))], data)
-        rel = tuple(out)
-        if token is None:
-            return self._apply(config, rel)
+        rel = tuple(w.run([(i, 0, ()) for i in range(len(config))], data))
         self._store(self._step_memo, config, token, j, w, rel)
-        return self._remember(config, token, self._apply(config, rel))
+        return self._apply(config, rel)
 
     def _flat_walk(self, key: tuple[int, int], data: bytes) -> tuple[int, int, bool] | None:
         """The walk of ``data`` from state ``key[0]`` inside its frame (see ``_flat_steps``)."""
@@ -786,12 +791,6 @@ class PushdownRuntime:
         assert self._kinds is not None and self._needs is not None
         return _FastWalk(self, config, self._kinds, self._needs)
 
-    def _remember(self, config: Config, token: int, after: Config) -> Config:
-        if len(self._step_exact) >= MEMO_LIMIT:
-            self._step_exact.clear()
-        self._step_exact[(config, token)] = after
-        return after
-
     @staticmethod
     def _apply(config: Config, rel: tuple[Derived, ...]) -> Config:
         if len(rel) == 1:
@@ -843,7 +842,6 @@ class PushdownMatcher:
         self._vocab_size = artifact.vocab_size
         self._history: list[Config] = [((0,),)]
         self._forced: dict[Config, bytes] = {}
-        self._accepts = self._rt.accepts
 
     def __repr__(self) -> str:
         c = self._history[-1]
@@ -898,29 +896,20 @@ class PushdownMatcher:
         t = token_id if type(token_id) is int and 0 <= token_id < self._vocab_size else (
             check_token_id(token_id, self._vocab_size))
         c = self._history[-1]
-        key = (c, t)
-        nxt = self._accepts.get(key, _UNSEEN)
-        if nxt is _UNSEEN:
-            nxt = self._step(c, t)
-            if len(self._accepts) >= MEMO_LIMIT:
-                self._accepts.clear()
-            self._accepts[key] = nxt
-        if nxt is None:
+        if not c:
+            return False
+        if t in self._eos:
+            if self._rt.can_end(c):
+                self._history.append(_TERMINATED)
+                return True
+            return False
+        if t >= len(self._tokens) or t in self._special or not self._tokens[t]:
+            return False
+        nxt = self._rt.advance(c, self._tokens[t], t)
+        if not nxt:
             return False
         self._history.append(nxt)
         return True
-
-    def _step(self, c: Config, t: int) -> Config | None:
-        """The configuration after token ``t`` from ``c`` (``_TERMINATED`` after EOS), or None
-        where it is rejected."""
-        if not c:
-            return None
-        if t in self._eos:
-            return _TERMINATED if self._rt.can_end(c) else None
-        if t >= len(self._tokens) or t in self._special or not self._tokens[t]:
-            return None
-        nxt = self._rt.advance(c, self._tokens[t], t)
-        return nxt if nxt else None
 
     def accept_string(self, text: str | bytes) -> bool:
         """Advance by raw bytes; False (state unchanged) if rejected. Not undoable by rollback."""

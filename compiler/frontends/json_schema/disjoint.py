@@ -24,7 +24,8 @@ from maskc.compiler.errors import InputError
 from maskc.compiler.frontends.json_schema.base import (ANNOTATIONS, ARRAY_KW, NUMBER_KW, OBJECT_KW, STRING_KW, TYPES,
                                                       JsonValue, json_type)
 
-__all__ = ["Facts", "facts_of", "disjoint", "on_objects", "generation_facts", "admits_kind", "ALL", "NONE", "SCALAR_KINDS"]
+__all__ = ["Facts", "facts_of", "disjoint", "on_objects", "generation_facts", "admits_kind", "ALL", "NONE", "SCALAR_KINDS",
+           "Resolve", "ref_target", "value_types"]
 
 Resolve = Callable[[JsonValue, str], tuple[JsonValue, str]]
 
@@ -62,6 +63,27 @@ def _meet(a: frozenset[str] | None, b: frozenset[str] | None) -> frozenset[str] 
     return frozenset(out)
 
 
+def value_types(schema: dict[str, JsonValue]) -> frozenset[str] | None:
+    """The types an instance can have by the schema's own ``type``, ``const`` and ``enum``
+    (None: any)."""
+    types = _types_of(schema)
+    for key in ("const", "enum"):
+        if key in schema:
+            vals = [schema["const"]] if key == "const" else schema["enum"]
+            if isinstance(vals, list):
+                types = _meet(types, frozenset(json_type(v) for v in vals))
+    return types
+
+
+def ref_target(schema: dict[str, JsonValue], pointer: str, resolve: Resolve) -> tuple[JsonValue, str] | None:
+    """The target of ``schema``'s ``$ref`` and its location, or None where it does not
+    resolve (it proves nothing here; compiling it reports it)."""
+    try:
+        return resolve(schema["$ref"], pointer)
+    except InputError:
+        return None
+
+
 def _string_values(schema: JsonValue) -> frozenset[str] | None:
     """The values a property schema admits when they are all strings (``const``/``enum``)."""
     if not isinstance(schema, dict):
@@ -96,21 +118,12 @@ def _gather(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: bo
         return
     target: JsonValue = None
     if "$ref" in schema:
-        try:
-            target, tptr = resolve(schema["$ref"], pointer)
-        except InputError:  # an unresolvable reference proves nothing here (compiling it reports it)
-            pass
-        else:
-            _gather(target, tptr, resolve, ref_overrides, facts, budget - 1)
+        got = ref_target(schema, pointer, resolve)
+        if got is not None:
+            _gather(got[0], got[1], resolve, ref_overrides, facts, budget - 1)
         if ref_overrides:
             return  # draft 4 to 7: the siblings of $ref are ignored
-    facts.types = _meet(facts.types, _types_of(schema))
-    for key in ("const", "enum"):
-        if key in schema:
-            vals = [schema["const"]] if key == "const" else schema["enum"]
-            if isinstance(vals, list):
-                kinds = frozenset(json_type(v) for v in vals)
-                facts.types = _meet(facts.types, kinds)
+    facts.types = _meet(facts.types, value_types(schema))
     req = schema.get("required")
     if isinstance(req, list):
         facts.required.update(x for x in req if isinstance(x, str))
@@ -199,11 +212,10 @@ def admits_kind(schema: JsonValue, pointer: str, kind: str, resolve: Resolve, re
         return None
     verdicts: list[str | None] = []
     if "$ref" in schema:
-        try:
-            target, tptr = resolve(schema["$ref"], pointer)
-        except InputError:
+        target = ref_target(schema, pointer, resolve)
+        if target is None:
             return None
-        got = admits_kind(target, tptr, kind, resolve, ref_overrides, budget - 1)
+        got = admits_kind(target[0], target[1], kind, resolve, ref_overrides, budget - 1)
         if ref_overrides:
             return got
         verdicts.append(got)
@@ -274,11 +286,8 @@ def _declared(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: 
     if extra is not False:
         return False
     if "$ref" in schema:
-        try:
-            target, tptr = resolve(schema["$ref"], pointer)
-        except InputError:
-            return False
-        if not _declared(target, tptr, resolve, ref_overrides, names, seen, budget - 1):
+        target = ref_target(schema, pointer, resolve)
+        if target is None or not _declared(target[0], target[1], resolve, ref_overrides, names, seen, budget - 1):
             return False
         if ref_overrides:
             return True
@@ -309,11 +318,9 @@ def _keywords(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: 
     if top:
         at_top.update(keys)
     if "$ref" in schema:
-        try:
-            target, tptr = resolve(schema["$ref"], pointer)
-        except InputError:
-            return False
-        if not _keywords(target, tptr, resolve, ref_overrides, top, at_top, anywhere, budget - 1):
+        target = ref_target(schema, pointer, resolve)
+        if target is None or not _keywords(target[0], target[1], resolve, ref_overrides, top, at_top, anywhere,
+                                           budget - 1):
             return False
         if ref_overrides:
             return True

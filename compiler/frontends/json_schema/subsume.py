@@ -30,15 +30,12 @@ Anything else is False: not proven, so the branch is kept and compiled.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Literal
 
-from maskc.compiler.errors import InputError
-from maskc.compiler.frontends.json_schema.base import ANNOTATIONS, TYPES, JsonValue, json_type
+from maskc.compiler.frontends.json_schema.base import ANNOTATIONS, JsonValue
+from maskc.compiler.frontends.json_schema.disjoint import Resolve, ref_target, value_types
 
 __all__ = ["implies"]
-
-Resolve = Callable[[JsonValue, str], tuple[JsonValue, str]]
 
 _DEPTH = 8  # references, combinators and nested properties followed
 _STEPS = 20_000  # comparisons one question may take (unions of unions multiply): then not proven
@@ -59,21 +56,6 @@ def _key(v: JsonValue) -> str:
     return json.dumps(v, sort_keys=True)
 
 
-def _types(schema: dict[str, JsonValue]) -> set[str] | None:
-    """The types an instance can have by ``type``, ``enum`` and ``const`` (None: any)."""
-    got: set[str] | None = None
-    t = schema.get("type")
-    if isinstance(t, str) and t in TYPES:
-        got = {t}
-    elif isinstance(t, list) and t and all(isinstance(x, str) and x in TYPES for x in t):
-        got = {str(x) for x in t}
-    for vals in ([schema["const"]] if "const" in schema else None, schema.get("enum")):
-        if isinstance(vals, list):
-            kinds = {json_type(v) for v in vals}
-            got = kinds if got is None else {k for k in kinds if k in got or (k == "integer" and "number" in got)}
-    return got
-
-
 def _values(schema: dict[str, JsonValue]) -> set[str] | None:
     """The instances ``enum``/``const`` allow, as canonical keys (None: not listed)."""
     got: set[str] | None = None
@@ -92,12 +74,6 @@ class _Prover:
         self.ref_overrides = ref_overrides
         self.steps = _STEPS
 
-    def target(self, schema: dict[str, JsonValue], pointer: str) -> tuple[JsonValue, str] | None:
-        try:
-            return self.resolve(schema["$ref"], pointer)
-        except InputError:
-            return None
-
     def alias(self, schema: dict[str, JsonValue], pointer: str) -> tuple[JsonValue, str] | Literal[False] | None:
         """What ``schema`` stands for when it is a reference (with no siblings, or siblings
         its draft ignores) or a lone ``allOf`` conjunct; False for a reference not read here
@@ -106,7 +82,7 @@ class _Prover:
         if "$ref" in schema:
             if not self.ref_overrides and kws != {"$ref"}:
                 return False
-            return self.target(schema, pointer) or False
+            return ref_target(schema, pointer, self.resolve) or False
         if kws == {"allOf"} and isinstance(schema["allOf"], list) and len(schema["allOf"]) == 1:
             return schema["allOf"][0], f"{pointer}/allOf/0"
         return None
@@ -149,7 +125,7 @@ class _Prover:
             if kw in ANNOTATIONS or kw in ("enum", "const"):
                 continue
             if kw == "type":
-                have, need = _types(x), _types({"type": want})
+                have, need = value_types(x), value_types({"type": want})
                 if have is None or need is None or not all(t in need or (t == "integer" and "number" in need)
                                                            for t in have):
                     return False
