@@ -285,3 +285,68 @@ def test_generation_oneof_infers_objects_only_from_what_every_alternative_holds(
     schema = {"oneOf": [{"anyOf": [{"properties": {"a": {}}, "required": ["a"]}, {}]}, {"type": "string"}]}
     assert not accepts(schema, '"s"', "generation")
     assert accepts(schema, '{"a":1}', "generation") == jsonschema.Draft202012Validator(schema).is_valid({"a": 1})
+
+
+# -- oneOf in generation semantics: branches cut apart by keywords -----------------------------
+
+_PACKAGES: dict[str, Any] = {
+    "$schema": "http://json-schema.org/draft-04/schema#",
+    "definitions": {
+        "base": {"properties": {"name": {"type": "string"}, "type": {"type": "string"},
+                                "version": {"type": "string"}}, "additionalProperties": True},
+        # a package has exactly one of source and dist; a metapackage is typed so
+        "package": {"allOf": [{"$ref": "#/definitions/base"},
+                              {"properties": {"dist": {"type": "object"}, "source": {"type": "object"}}},
+                              {"oneOf": [{"required": ["name", "version", "source"]},
+                                         {"required": ["name", "version", "dist"]}]}]},
+        "meta": {"allOf": [{"$ref": "#/definitions/base"},
+                           {"properties": {"type": {"type": "string", "enum": ["metapackage"]}},
+                            "required": ["name", "version", "type"]}]},
+    },
+    "type": "object",
+    "oneOf": [{"$ref": "#/definitions/package"}, {"$ref": "#/definitions/meta"}],
+}
+
+
+def test_generation_oneof_cuts_open_branches_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Both branches admit any key: a metapackage with a source meets both. The package
+    # takes a type other than "metapackage" (or none), the metapackage neither source nor
+    # dist (one of which every package requires): each writes objects of its own alone.
+    _no_general_oneof(monkeypatch)
+    validator = jsonschema.Draft4Validator(_PACKAGES)
+    seen = {True: 0, False: 0}
+    for obj in _objects({"name": "n", "version": "1", "source": {}, "dist": {}, "extra": 1}):
+        for typed in ({}, {"type": "metapackage"}, {"type": "library"}):
+            value = {**obj, **typed}
+            got = accepts(_PACKAGES, serialize(value, _PACKAGES).decode(), "generation")
+            assert not got or validator.is_valid(value), value  # sound
+            seen[got] += 1
+    for value in ({"name": "n", "version": "1", "source": {}}, {"name": "n", "type": "library", "version": "1", "dist": {}},
+                  {"name": "n", "type": "metapackage", "version": "1"}):
+        assert accepts(_PACKAGES, serialize(value, _PACKAGES).decode(), "generation"), value
+    # a metapackage with a source is a package too
+    assert validator.is_valid({"name": "n", "type": "metapackage", "version": "1", "extra": 1})
+    assert not validator.is_valid({"name": "n", "type": "metapackage", "version": "1", "source": {}})
+    assert seen[True] and seen[False]
+
+
+@pytest.mark.parametrize("schema, expected", [
+    ({"required": ["a", "b"]}, [{"a", "b"}]),
+    ({"oneOf": [{"required": ["a"]}, {"required": ["b"]}], "required": ["c"]}, [{"a", "c"}, {"b", "c"}]),
+    ({"allOf": [{"anyOf": [{"required": ["a"]}, {"required": ["b"]}]}, {"anyOf": [{"required": ["c"]}, {}]}]},
+     [{"a", "c"}, {"a"}, {"b", "c"}, {"b"}]),
+    ({"anyOf": [{"required": ["a"]}, False]}, [{"a"}]),  # false: no instance, no set
+    (_ref("strict"), [{"name", "kind", "size"}]),
+    ({"not": {"required": ["a"]}}, [set()]),  # not read: nothing known
+])
+def test_required_alternatives(schema: Any, expected: list[set[str]]) -> None:
+    from maskc.compiler.frontends.json_schema.disjoint import required_alternatives
+
+    assert required_alternatives(schema, "", _resolve, False) == [frozenset(x) for x in expected]
+
+
+def test_required_alternatives_past_the_cap_keep_the_shared_keys() -> None:
+    from maskc.compiler.frontends.json_schema.disjoint import required_alternatives
+
+    many = {"allOf": [{"oneOf": [{"required": ["x", f"a{i}"]}, {"required": ["x", f"b{i}"]}]} for i in range(6)]}
+    assert required_alternatives(many, "", _resolve, False) == [frozenset({"x"})]  # 64 sets past 32

@@ -29,7 +29,8 @@ from math import gcd, lcm
 from maskc.compiler.errors import EmptyLanguage, SchemaError, UnsupportedKeyword
 from maskc.compiler.frontends.json_schema.base import ANNOTATIONS, TYPES, Base, JsonValue, dumps_layout, ptr
 from maskc.compiler.frontends.json_schema.disjoint import (ALL, SCALAR_KINDS, Facts, admits_kind, disjoint, facts_of,
-                                                          generation_facts, on_objects)
+                                                          Resolve, generation_facts, on_objects, ref_target,
+                                                          required_alternatives)
 from maskc.compiler.frontends.json_schema.drafts import ref_overrides_siblings
 from maskc.compiler.frontends.json_schema.refs import has_ref, map_refs
 from maskc.compiler.frontends.json_schema.subsume import implies
@@ -85,6 +86,52 @@ whitespace or the end, and a string only at an unescaped quote."""
 
 """A regular superset of the JSON values in any spelling and layout: a container is its
 brackets around any JSON tokens (strings stay whole, so their bytes never close it)."""
+
+
+_DECLARE_DEPTH = 6  # references and allOf levels read for declared keys
+
+
+def _declares_keys(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: bool, budget: int) -> bool:
+    """Whether ``schema`` or what merges into it (references, ``allOf``) declares keys
+    (``properties``, ``patternProperties``): in ``generation`` semantics its objects then
+    hold the keys it declares, and a property constraint added to it keeps that meaning."""
+    if not isinstance(schema, dict) or budget <= 0:
+        return False
+    if "$ref" in schema:
+        got = ref_target(schema, pointer, resolve)
+        if got is not None and _declares_keys(got[0], got[1], resolve, ref_overrides, budget - 1):
+            return True
+        if ref_overrides:
+            return False
+    if "properties" in schema or schema.get("patternProperties"):
+        return True
+    conj = schema.get("allOf")
+    return isinstance(conj, list) and any(
+        _declares_keys(sub, f"{pointer}/allOf/{i}", resolve, ref_overrides, budget - 1) for i, sub in enumerate(conj))
+
+
+def _separator(mine: Facts, other: Facts, my_keys: list[frozenset[str]],
+               other_keys: list[frozenset[str]]) -> dict[str, JsonValue] | None:
+    """Property constraints that no object instance of ``other`` meets (see
+    :meth:`CombinatorsMixin._generation_separated`), chosen to keep what ``mine`` writes
+    where a choice does: a key ``other`` requires whose string constants ``mine`` does not
+    confine itself to; else one absent key per set of ``other_keys``, preferring keys that
+    none of ``my_keys`` names. None where some set is all required by ``mine``."""
+    for k in sorted(other.required):
+        vals = other.strings.get(k)
+        theirs = mine.strings.get(k)
+        if vals is not None and (k not in mine.required or theirs is None or theirs - vals):
+            return {k: {"not": {"enum": sorted(vals)}}}
+    named = frozenset().union(*my_keys) if my_keys else frozenset()
+    absent: list[str] = []
+    for need in other_keys:
+        if any(k in absent for k in need):
+            continue
+        free = sorted(k for k in need if k not in mine.required)
+        if not free:
+            return None
+        absent.append(min(free, key=lambda k: (k in named, k)))
+    return {k: False for k in absent}
 
 
 class CombinatorsMixin(Base):
@@ -441,6 +488,8 @@ class CombinatorsMixin(Base):
                 return split
         elif not self._over:
             got = self._generation_exclusive(nodes, subs, facts)
+            if got is None:
+                got = self._generation_separated(subs, facts, depth)
             if got is not None:
                 return got
         overs = [self.over_approx(sub, bptr, depth) for sub, bptr in subs]
@@ -476,14 +525,55 @@ class CombinatorsMixin(Base):
         proven (the general construction applies)."""
         overrides = ref_overrides_siblings(self.draft)
         n = len(subs)
-        live = [i for i in range(n)
-                if not any(j != i and implies(subs[i][0], subs[i][1], subs[j][0], subs[j][1], self.resolve, overrides)
-                           for j in range(n))]
+        live = self._not_implied(subs)
         for i in live:
             mine = generation_facts(subs[i][0], subs[i][1], self.resolve, overrides, facts[i])
             if not all(disjoint(mine, facts[k]) for k in range(n) if k != i):
                 return None
         return alt(*[nodes[i] for i in live]) if live else NOTHING
+
+    def _not_implied(self, subs: list[tuple[JsonValue, str]]) -> list[int]:
+        """The branches no other branch provably holds (:func:`.subsume.implies`)."""
+        overrides = ref_overrides_siblings(self.draft)
+        n = len(subs)
+        return [i for i in range(n)
+                if not any(j != i and implies(subs[i][0], subs[i][1], subs[j][0], subs[j][1], self.resolve, overrides)
+                           for j in range(n))]
+
+    def _generation_separated(self, subs: list[tuple[JsonValue, str]], facts: list[Facts], depth: int) -> Node | None:
+        """``oneOf`` in ``generation`` semantics over branches whose objects overlap (open
+        objects, a union inside a branch): each branch that writes objects alone, cut down by
+        keywords to objects that no other branch admits. Against another branch that
+        requires a key with string constants, the key takes none of them (or is absent);
+        otherwise, for each set of keys one of which that branch requires
+        (:func:`.disjoint.required_alternatives`), a key of the set that this branch does
+        not require is forbidden (``properties: {k: false}``). Every object written then
+        meets its own branch alone (a part of the instances, as generation allows).
+
+        None where a branch may write other values, or a set of the other branch's keys is
+        all required here (the general construction applies)."""
+        overrides = ref_overrides_siblings(self.draft)
+        n = len(subs)
+        keys = [required_alternatives(sub, bptr, self.resolve, overrides) for sub, bptr in subs]
+        parts: list[Node] = []
+        for i in self._not_implied(subs):
+            mine = generation_facts(subs[i][0], subs[i][1], self.resolve, overrides, facts[i])
+            if mine.types is None or not mine.types <= {"object"}:
+                return None
+            if not _declares_keys(subs[i][0], subs[i][1], self.resolve, overrides, _DECLARE_DEPTH):
+                return None  # (generation: an object that declares no keys admits others; a cut would declare them)
+            props: dict[str, JsonValue] = {}
+            for j in range(n):
+                if j == i or disjoint(mine, facts[j]):
+                    continue
+                cut = _separator(facts[i], facts[j], keys[i], keys[j])
+                if cut is None:
+                    return None
+                for k, v in cut.items():
+                    props[k] = {"allOf": [props[k], v]} if k in props else v
+            sub: JsonValue = {"allOf": [subs[i][0], {"properties": props}]} if props else subs[i][0]
+            parts.append(self.or_nothing(lambda: self.value(sub, subs[i][1], depth)))
+        return alt(*parts) if parts else NOTHING
 
     def _apart_on_objects(self, subs: list[tuple[JsonValue, str]], facts: list[Facts], depth: int) -> Node | None:
         """``oneOf`` branches that are disjoint on objects (a discriminated union whose schemas

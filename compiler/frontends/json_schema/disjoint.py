@@ -25,7 +25,7 @@ from maskc.compiler.frontends.json_schema.base import (ANNOTATIONS, ARRAY_KW, NU
                                                       JsonValue, json_type)
 
 __all__ = ["Facts", "facts_of", "disjoint", "on_objects", "generation_facts", "admits_kind", "ALL", "NONE", "SCALAR_KINDS",
-           "Resolve", "ref_target", "value_types"]
+           "Resolve", "ref_target", "value_types", "required_alternatives"]
 
 Resolve = Callable[[JsonValue, str], tuple[JsonValue, str]]
 
@@ -159,6 +159,58 @@ def disjoint(a: Facts, b: Facts) -> bool:
         if va is not None and vb is not None and not va & vb:
             return True
     return False
+
+
+_ALTERNATIVES = 32  # key sets kept per schema; past this, the keys they all share
+
+
+def required_alternatives(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: bool,
+                          budget: int = _DEPTH) -> list[frozenset[str]]:
+    """Key sets such that every object instance of ``schema`` has all the keys of one of
+    them: ``required`` in disjunctive form, read through references, ``allOf`` (each
+    conjunct's sets joined) and ``anyOf``/``oneOf`` (the branches' sets side by side).
+
+    Keywords not read only narrow the instances, so the claim stays true of them; an
+    unread schema gives ``[frozenset()]`` (nothing known), ``false`` no set at all (no
+    instance). Past :data:`_ALTERNATIVES` sets, the keys common to all of them stand for
+    them (a weaker claim, still true)."""
+    if schema is False:
+        return []
+    if not isinstance(schema, dict) or budget <= 0:
+        return [frozenset()]
+    parts: list[list[frozenset[str]]] = []
+    if "$ref" in schema:
+        got = ref_target(schema, pointer, resolve)
+        if got is not None:
+            parts.append(required_alternatives(got[0], got[1], resolve, ref_overrides, budget - 1))
+        if ref_overrides:
+            return parts[0] if parts else [frozenset()]  # draft 4 to 7: the siblings of $ref are ignored
+    req = schema.get("required")
+    if isinstance(req, list):
+        parts.append([frozenset(x for x in req if isinstance(x, str))])
+    conj = schema.get("allOf")
+    if isinstance(conj, list):
+        for i, sub in enumerate(conj):
+            parts.append(required_alternatives(sub, f"{pointer}/allOf/{i}", resolve, ref_overrides, budget - 1))
+    for kw in ("anyOf", "oneOf"):
+        branches = schema.get(kw)
+        if isinstance(branches, list) and branches:
+            union: list[frozenset[str]] = []
+            for i, sub in enumerate(branches):
+                union.extend(required_alternatives(sub, f"{pointer}/{kw}/{i}", resolve, ref_overrides, budget - 1))
+            parts.append(_few(union))
+    out = [frozenset[str]()]
+    for part in parts:
+        out = _few([a | b for a in out for b in part])
+    return out
+
+
+def _few(sets: list[frozenset[str]]) -> list[frozenset[str]]:
+    """``sets`` without repeats, or the keys they share when there are too many."""
+    sets = list(dict.fromkeys(sets))
+    if len(sets) > _ALTERNATIVES:
+        return [frozenset.intersection(*sets)]
+    return sets
 
 
 def on_objects(f: Facts) -> Facts:
