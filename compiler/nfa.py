@@ -186,8 +186,8 @@ def _build_counted(nfa: Nfa, node: Repeat, start: int, end: int) -> bool:
     loop pays, the item refers to a rule, or its DFA is not prefix-free (an item must end
     where it completes, so that an arrival at the head is one more item)."""
     assert nfa.horizon is not None
-    if _loop_plan(node.min, node.max, nfa.horizon + 1) is None or _has_ref(node.item):
-        return False  # not even one-byte items would pay
+    if _loop_plan(node.min, node.max, _widest_gap(node.item, nfa.horizon)) is None or _has_ref(node.item):
+        return False  # no loop pays even for the item's shortest bound (before its DFA is built)
     d = _item_dfa(nfa, node.item)
     plan = _count_plan(d, node.min, node.max, nfa.horizon)
     if plan is None:
@@ -249,13 +249,68 @@ def counted_copies(item: Node, lo: int, hi: int | None, horizon: int, *, max_sta
     ``item{lo,hi}`` builds for tokens of at most ``horizon`` bytes (a loop is one copy), and
     the states of each (the item's minimal DFA); None where it would unroll (the subset
     construction may still fall back to copies: see :func:`maskc.compiler.dfa.determinize_counted`)."""
-    if _loop_plan(lo, hi, horizon + 1) is None or _has_ref(item):
+    if _loop_plan(lo, hi, _widest_gap(item, horizon)) is None or _has_ref(item):
         return None
     from maskc.compiler.product import operand_dfa
 
     d = operand_dfa(item, max_states=max_states, deadline=deadline)
     plan = _count_plan(d, lo, hi, horizon)
     return None if plan is None else (sum(1 if kind == "loop" else n for kind, n in plan), d.num_states)
+
+
+def _widest_gap(item: Node, horizon: int) -> int:
+    """The gap :func:`_count_plan` keeps between a loop and a bound (finishing room aside)
+    for items of :func:`min_bytes` bytes: where no loop pays with it, the item's DFA is not
+    built. Exact where ``min_bytes`` is; wider where it falls short, which can only miss a
+    loop (the repeat is then copied), never make a wrong one."""
+    return 2 + (horizon - 1) // max(1, min_bytes(item)) if horizon > 0 else 1
+
+
+def min_bytes(node: Node, budget: int = 10_000) -> int:
+    """A lower bound on the length of the shortest string of ``node`` (exact where no
+    intersection, difference or reference is met; 0 once ``budget`` nodes are read)."""
+    left = [budget]
+
+    def go(n: Node) -> int:
+        left[0] -= 1
+        if left[0] < 0:
+            return 0
+        if isinstance(n, ByteSet):
+            return 1
+        if isinstance(n, Seq):
+            return sum(go(x) for x in n.items)
+        if isinstance(n, Alt):
+            return min((go(x) for x in n.items), default=0)
+        if isinstance(n, Repeat):
+            return n.min * go(n.item) if n.min else 0
+        if isinstance(n, Product):
+            return max(go(n.a), go(n.b)) if n.op == "and" else go(n.a)
+        if isinstance(n, Automaton):
+            depth = {0: 0}
+            frontier = [0]
+            while frontier:
+                nxt = []
+                for s in frontier:
+                    if s in n.accepting:
+                        return depth[s]
+                    for _, _, t in n.edges[s]:
+                        if t not in depth:
+                            depth[t] = depth[s] + 1
+                            nxt.append(t)
+                frontier = nxt
+            return 0
+        if isinstance(n, Fields):
+            required = [go(x) for x, req in n.items if req]
+            sep = go(n.sep) if len(required) > 1 else 0
+            members = sum(required) + sep * (len(required) - 1) if required else min(
+                [go(x) for x, _ in n.items] + ([go(n.rest)] if n.rest is not None else []), default=0)
+            some = go(n.first) + members + go(n.close_nonempty)
+            if n.close_empty is not None and not required and n.min_count == 0:
+                return min(some, go(n.close_empty))
+            return some
+        return 0  # a reference: nothing known
+
+    return go(node)
 
 
 def _shortest(rows: list[list[int]], acc: list[bool]) -> int:
@@ -503,7 +558,7 @@ def _build_counted_product(nfa: Nfa, node: Product, start: int, end: int) -> boo
     if node.op != "and" or not isinstance(rep, Repeat) or _has_ref(node.a) or _has_ref(rep.item):
         return False
     assert nfa.horizon is not None
-    if _loop_plan(rep.min, rep.max, nfa.horizon + 1) is None:
+    if _loop_plan(rep.min, rep.max, _widest_gap(rep.item, nfa.horizon)) is None:
         return False
     di = _item_dfa(nfa, rep.item)
     if _count_plan(di, rep.min, rep.max, nfa.horizon) is None or bool((di.trans == 0).any()):

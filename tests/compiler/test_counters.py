@@ -325,3 +325,25 @@ def test_real_schemas_count_as_they_unroll(name: str, deepseek: Vocabulary, monk
     assert counted.summary()["counted_loops"] >= 1 and unrolled.summary()["counted_loops"] == 0
     assert counted.summary()["states"] < unrolled.summary()["states"]
     assert _walk_both(counted, unrolled, deepseek, walks=3, seed=11, every_token=False, steps=400) > 300
+
+
+def test_min_bytes_bounds_the_shortest_string() -> None:
+    # exact through sequences, unions, repeats, automata and object members; a lower bound
+    # through an intersection; nothing known of a reference
+    from maskc.compiler.ir import Automaton, Fields, Product, RuleRef, alt, lit, rep, seq
+    from maskc.compiler.nfa import min_bytes
+
+    two = Automaton((((97, 97, 1),), ((98, 98, 2),), ()), frozenset({2}))  # "ab"
+    member = seq(lit('"k":'), alt(lit("1"), lit("22")))
+    fields = Fields(((member, True), (lit('"o":0'), False), (member, True)), lit("{"), lit(","), lit("}"), lit("{}"))
+    for node, expected in [
+        (seq(lit("abc"), alt(lit("x"), lit("yz"))), 4),
+        (rep(lit("ab"), 3, 9), 6),
+        (rep(lit("ab"), 0, 9), 0),
+        (two, 2),
+        (fields, 1 + 5 + 1 + 5 + 1),  # both required members, one separator
+        (Fields(((member, False),), lit("{"), lit(","), lit("}"), lit("{}")), 2),  # the empty object
+        (Product(lit("abcd"), rep(lit("a"), 0, None), "and"), 4),  # (empty in fact: a bound)
+        (seq(lit("ab"), RuleRef("x")), 2),
+    ]:
+        assert min_bytes(node) == expected, node

@@ -17,7 +17,7 @@ from maskc.compiler.frontends.json_schema.validate import MAX_SCHEMA_NESTING, ch
 from maskc.compiler.options import CompileOptions, Limits
 from maskc.compiler.pipeline import source_of
 from maskc.compiler.vocab import Vocabulary
-from tests.helpers import compact, schema_dfa
+from tests.helpers import accepts, compact, schema_dfa
 
 # -- the metaschema ----------------------------------------------------------------------------
 
@@ -199,12 +199,27 @@ def test_counted_max_items_message_gives_the_item_size_not_the_cap(monkeypatch: 
         schema_to_ir(schema, CompileOptions(limits=Limits(max_states=40)))
     assert "over 40 states each" in e.value.message
     assert "item alone is over max_states (40)" in (e.value.hint or "") and "--max-states to" not in (e.value.hint or "")
-    # no time to size it: the hint says what is known, a lower bound
+    # no time to size it: the hint says what is known, a lower bound (items of three bytes,
+    # fifty of which a long token may span: they are copied, not counted)
+    schema = {"type": "array", "items": {"type": "string", "maxLength": 60}, "maxItems": 50}
     monkeypatch.setattr(arrays, "ITEM_SIZE_SECONDS", 0.0)
     with pytest.raises(StateLimitExceeded) as e:
         schema_to_ir(schema, CompileOptions(limits=Limits(max_states=2000)))
     assert "items of over 11 states each" in e.value.message
     assert "--max-states to over 2200 (the item is over 11 states)" in (e.value.hint or "")
+
+
+def test_max_items_over_long_items_counts() -> None:
+    # An item of at least 23 bytes: a token of 128 bytes ends at most 6 of them, so 100
+    # items are a counted loop and copies near the bound, not 100 copies of the item (over
+    # a quarter of the default state budget)
+    item = {"type": "object", "properties": {"key": {"type": "string", "pattern": "^[a-z]{1,60}$"},
+                                             "value": {"type": "string", "minLength": 1, "maxLength": 60}},
+            "required": ["key", "value"], "additionalProperties": False}
+    schema = {"type": "array", "items": item, "maxItems": 100}
+    one = '{"key":"k","value":"v"}'
+    assert accepts(schema, "[" + ",".join([one] * 100) + "]")
+    assert not accepts(schema, "[" + ",".join([one] * 101) + "]")
 
 
 def test_limits_are_part_of_the_options_and_the_artifact(byte_vocab: Vocabulary) -> None:
