@@ -350,3 +350,17 @@ def test_required_alternatives_past_the_cap_keep_the_shared_keys() -> None:
 
     many = {"allOf": [{"oneOf": [{"required": ["x", f"a{i}"]}, {"required": ["x", f"b{i}"]}]} for i in range(6)]}
     assert required_alternatives(many, "", _resolve, False) == [frozenset({"x"})]  # 64 sets past 32
+
+
+def test_separator_never_forbids_a_key_every_alternative_of_the_branch_requires() -> None:
+    # a branch that requires "a" through a union (not in its 'required'), against one that
+    # requires "a": forbidding "a" would empty the branch, so no cut is offered
+    from maskc.compiler.frontends.json_schema.combinators import _separator
+    from maskc.compiler.frontends.json_schema.disjoint import Facts
+
+    mine, other = Facts(), Facts(required={"a"})
+    assert _separator(mine, other, [frozenset({"a"}), frozenset({"a", "b"})], [frozenset({"a"})]) is None
+    assert _separator(mine, other, [frozenset({"b"})], [frozenset({"a"})]) == {"a": False}
+    # a required key with string constants: the values, not the key, are cut
+    other = Facts(required={"kind"}, strings={"kind": frozenset({"x"})})
+    assert _separator(mine, other, [frozenset()], [frozenset({"kind"})]) == {"kind": {"not": {"enum": ["x"]}}}

@@ -116,18 +116,20 @@ def _separator(mine: Facts, other: Facts, my_keys: list[frozenset[str]],
     :meth:`CombinatorsMixin._generation_separated`), chosen to keep what ``mine`` writes
     where a choice does: a key ``other`` requires whose string constants ``mine`` does not
     confine itself to; else one absent key per set of ``other_keys``, preferring keys that
-    none of ``my_keys`` names. None where some set is all required by ``mine``."""
+    none of ``my_keys`` names. None where some set is all required by ``mine`` (its
+    ``required``, or keys every set of ``my_keys`` holds)."""
     for k in sorted(other.required):
         vals = other.strings.get(k)
         theirs = mine.strings.get(k)
         if vals is not None and (k not in mine.required or theirs is None or theirs - vals):
             return {k: {"not": {"enum": sorted(vals)}}}
     named = frozenset().union(*my_keys) if my_keys else frozenset()
+    always = mine.required | (frozenset.intersection(*my_keys) if my_keys else frozenset())
     absent: list[str] = []
     for need in other_keys:
         if any(k in absent for k in need):
             continue
-        free = sorted(k for k in need if k not in mine.required)
+        free = sorted(k for k in need if k not in always)
         if not free:
             return None
         absent.append(min(free, key=lambda k: (k in named, k)))
