@@ -156,6 +156,7 @@ class ClassSeqs:
     token_seq: NDArray[np.int64]  # [len(token_ids)] -> sequence index
     by_first: NDArray[np.int64]  # sequence indices sorted by first class
     first_start: NDArray[np.int64]  # [classes + 1] ranges into by_first
+    head: NDArray[np.int64]  # [u]: the sequence's first HEAD classes, numbered (-1: shorter)
 
 
 _SEQ_MULT = np.random.default_rng(0x616C6967).integers(1, 2**62, size=(2, 1 << 12), dtype=np.int64) | 1
@@ -247,7 +248,25 @@ def class_sequences(
     first_cls = flat[offsets[:-1]] if lengths.size else np.zeros(0, dtype=np.int64)
     by_first = np.argsort(first_cls.astype(np.uint8), kind="stable")  # radix sort on small keys
     first_start = np.searchsorted(first_cls[by_first], np.arange(num_classes + 1))
-    return ClassSeqs(flat, offsets, lengths, ids, token_seq, by_first, first_start.astype(np.int64))
+    return ClassSeqs(flat, offsets, lengths, ids, token_seq, by_first, first_start.astype(np.int64),
+                     _heads(flat, offsets, lengths))
+
+
+HEAD = SHORT_TOKEN
+"""Classes of a long sequence walked once for all the sequences that begin alike (DeepSeek's
+thousand ``<｜place▁holder▁no▁N｜>`` tokens share their first 16 bytes)."""
+
+
+def _heads(flat: NDArray[np.int64], offsets: NDArray[np.int64], lengths: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Per sequence, the number of its first :data:`HEAD` classes among the distinct ones (-1
+    for a sequence no longer than that)."""
+    out = np.full(lengths.shape[0], -1, dtype=np.int64)
+    index: dict[bytes, int] = {}
+    data = flat.astype(np.uint8).tobytes()  # (classes fit a byte)
+    for j, (a, n) in enumerate(zip(offsets[:-1].tolist(), lengths.tolist())):
+        if n > HEAD:
+            out[j] = index.setdefault(data[a : a + HEAD], len(index))
+    return out
 
 
 def _batch_allowed(dfa: Dfa, seqs: ClassSeqs, states: NDArray[np.int64], budget: int = 1 << 21) -> list[NDArray[np.int64]]:
@@ -273,7 +292,7 @@ def _batch_allowed(dfa: Dfa, seqs: ClassSeqs, states: NDArray[np.int64], budget:
         owner = np.repeat(ks, lens)
         base = np.repeat(seqs.first_start[cs] - (np.cumsum(lens) - lens), lens)
         cand = seqs.by_first[base + np.arange(int(lens.sum()), dtype=np.int64)]
-        ok_owner, ok_seq = _walk_owned(dfa.trans, seqs, cand, owner, states[start:stop])
+        ok_owner, ok_seq = _walk_headed(dfa.trans, seqs, cand, owner, states[start:stop])
         order = np.argsort(ok_owner, kind="stable")
         ok_owner, ok_seq = ok_owner[order], ok_seq[order]
         bounds = np.searchsorted(ok_owner, np.arange(stop - start + 1))
@@ -283,10 +302,45 @@ def _batch_allowed(dfa: Dfa, seqs: ClassSeqs, states: NDArray[np.int64], budget:
     return out
 
 
-def _walk_owned(
+def _walk_headed(
     trans: NDArray[np.int32], seqs: ClassSeqs, cand: NDArray[np.int64], owner: NDArray[np.int64], states: NDArray[np.int64]
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Walk each candidate sequence from its owner's state; the (owner, sequence) pairs that finish.
+    """:func:`_walk_owned`, the first :data:`HEAD` classes walked once per owner and distinct
+    beginning (:attr:`ClassSeqs.head`), the rest per sequence from where its beginning led."""
+    head = seqs.head[cand]
+    long_ = head >= 0
+    if not long_.any():
+        return _walk_owned(trans, seqs, cand, owner, states)
+    nheads = int(seqs.head.max()) + 1
+    key = owner[long_] * nheads + head[long_]
+    idx = np.flatnonzero(long_)
+    # each distinct (owner, beginning), numbered through a table over all of them (no sort):
+    # the state after its HEAD classes, from the first sequence holding it
+    slot = np.full(states.shape[0] * nheads, -1, dtype=np.int64)
+    slot[key[::-1]] = np.arange(key.shape[0] - 1, -1, -1, dtype=np.int64)
+    is_first = slot[key] == np.arange(key.shape[0])
+    first = idx[is_first]
+    slot[key[is_first]] = np.arange(first.shape[0], dtype=np.int64)
+    inv = slot[key]
+    at = seqs.offsets[cand[first]]
+    state = states[owner[first]]
+    for pos in range(HEAD):  # (a dead walk reads state 0's row and stays dead)
+        state = np.where(state >= 0, trans[np.maximum(state, 0), seqs.flat[at + pos]], -1).astype(np.int64)
+    after = state[inv]
+    alive = after >= 0
+    ok_o, ok_s = _walk_owned(trans, seqs, cand[~long_], owner[~long_], states)
+    go_o, go_s = _walk_owned(trans, seqs, cand[long_][alive], owner[long_][alive], states,
+                             from_pos=HEAD, from_state=after[alive])
+    return np.concatenate([ok_o, go_o]), np.concatenate([ok_s, go_s])
+
+
+def _walk_owned(
+    trans: NDArray[np.int32], seqs: ClassSeqs, cand: NDArray[np.int64], owner: NDArray[np.int64], states: NDArray[np.int64],
+    from_pos: int = 0, from_state: NDArray[np.int64] | None = None,
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Walk each candidate sequence from its owner's state (or from ``from_state`` after its
+    first ``from_pos`` classes, each sequence longer than that); the (owner, sequence) pairs
+    that finish.
 
     All walks advance together, one class a step; longest sequences first, so the walks that
     finish at a step are a suffix of those alive (filtering keeps the order).
@@ -295,10 +349,10 @@ def _walk_owned(
     order = np.argsort(neg, kind="stable")
     cand, owner, neg = cand[order], owner[order], neg[order]
     start = seqs.offsets[cand]
-    state = states[owner]
+    state = states[owner] if from_state is None else from_state[order]
     ok_o: list[NDArray[np.int64]] = []
     ok_s: list[NDArray[np.int64]] = []
-    pos = 0
+    pos = from_pos
     while cand.size:
         going = int(np.searchsorted(neg, -pos, side="left"))  # sequences longer than pos
         if going < cand.shape[0]:

@@ -127,6 +127,25 @@ def test_real_vocab_matches_oracle_on_sampled_states(deepseek: Vocabulary) -> No
         assert got == oracle(g.dfa, deepseek, s), f"state {s}"
 
 
+def test_long_tokens_that_begin_alike_match_the_oracle(deepseek: Vocabulary) -> None:
+    # DeepSeek's runs of spaces longer than 16 bytes share their first 16 (walked once for
+    # all of them, then each on its own): the pattern takes up to 24 spaces, so the runs
+    # past 24 die after that beginning; a free string takes every one
+    schema = {"type": "object", "properties": {"p": {"type": "string", "pattern": "^ {0,24}$"},
+                                               "s": {"type": "string"}}, "required": ["p"]}
+    g = compile_json_schema(schema, deepseek)
+    runs = [t for t, b in enumerate(deepseek.token_bytes) if len(b) > 16 and b == b" " * len(b)]
+    assert any(len(deepseek.token_bytes[t]) <= 24 for t in runs) and any(len(deepseek.token_bytes[t]) > 24 for t in runs)
+    allowed = []
+    for s in range(g.dfa.num_states):
+        if g.dfa.walk(s, b" " * 16) < 0:
+            continue  # only the states where the runs get past their shared beginning
+        got = set(g.masks.allowed_ids(int(g.state_mask[s])).tolist())
+        assert got == oracle(g.dfa, deepseek, s), f"state {s}"
+        allowed.append(sum(t in got for t in runs))
+    assert max(allowed) == len(runs) and any(0 < a < len(runs) for a in allowed)
+
+
 def test_termination_proof_rejects_a_trap_state() -> None:
     import numpy as np
 
