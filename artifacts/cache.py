@@ -180,6 +180,28 @@ class TokenizerTables:
             log.warning("could not write tokenizer tables: %s", e.message)
             return None
 
+    def source(self, key: str) -> str | None:
+        """The fingerprint filed under a tokenizer source's ``key`` (64 hex digits: a hash of
+        what names its files as they are, see :meth:`file_source`), or None."""
+        if not _FINGERPRINT.fullmatch(key):
+            raise ValueError(f"a tokenizer source key is 64 lowercase hex digits, got {key!r}")
+        try:
+            got = (self.root / "sources" / key).read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        return got if _FINGERPRINT.fullmatch(got) else None
+
+    def file_source(self, key: str, fingerprint: str) -> None:
+        """File ``fingerprint`` under a source's ``key``, so that the next load of that source
+        reads these tables and parses no tokenizer file (a failed write is logged: the cache
+        is an optimization)."""
+        if not _FINGERPRINT.fullmatch(key) or not _FINGERPRINT.fullmatch(fingerprint):
+            raise ValueError("a tokenizer source key and a fingerprint are 64 lowercase hex digits")
+        try:
+            write_atomic(self.root / "sources" / key, fingerprint.encode("ascii"))
+        except ArtifactError as e:
+            log.warning("could not file a tokenizer source: %s", e.message)
+
     def load(self, fingerprint: str, *, encoder: Callable[[str], list[int]] | None = None) -> Vocabulary | None:
         """The vocabulary filed under ``fingerprint``, or None (a miss).
 

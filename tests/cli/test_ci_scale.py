@@ -349,6 +349,45 @@ def test_a_worker_builds_its_vocabulary_from_the_tables_once(tmp_path: Path, tok
     assert parsed == [tok_b] and again.fingerprint == vocab.fingerprint and not path.exists()
 
 
+def test_a_tokenizer_file_is_parsed_once_then_read_from_its_tables(tmp_path: Path, tok_b: str,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # the tables filed for the file as it is (path, time, size) stand in for a parse in the
+    # next process; a changed file, other overrides or a broken entry are parsed again
+    base = batch.Settings(tok_b, None, None, "compact", False, str(tmp_path / "c"), "out")
+    parsed: list[str] = []
+    real = batch.load_vocabulary
+
+    def counted(st: batch.Settings) -> maskc.Vocabulary:
+        parsed.append(st.tokenizer)
+        return real(st)
+
+    monkeypatch.setattr(batch, "load_vocabulary", counted)
+    first = batch.cached_vocabulary(base)
+    assert parsed == [tok_b]
+    again = batch.cached_vocabulary(base)
+    assert parsed == [tok_b] and again is not first  # read from the tables, not parsed
+    assert (again.token_bytes, again.special_ids, again.eos_ids, again.vocab_size, again.name) == (
+        first.token_bytes, first.special_ids, first.eos_ids, first.vocab_size, first.name)
+    assert again.encode("true") == first.encode("true") and parsed == [tok_b, tok_b]  # the encoder on demand
+    parsed.clear()
+
+    wider = dataclasses.replace(base, vocab_size=160)
+    assert batch.cached_vocabulary(wider).vocab_size == 160 and parsed == [tok_b]  # other overrides: parsed
+    parsed.clear()
+    Path(tok_b).write_text(Path(tok_b).read_text().replace('"null", ', ""))  # the file changes
+    maskc.compiler.tokenizer._cached.cache_clear()
+    changed = batch.cached_vocabulary(base)
+    assert parsed == [tok_b] and b"null" not in changed.token_bytes
+    parsed.clear()
+    tables = TokenizerTables(base.cache)
+    for entry in (tables.root / "sources").iterdir():
+        entry.write_text("not a fingerprint")
+    assert batch.cached_vocabulary(base).token_bytes == changed.token_bytes and parsed == [tok_b]
+    parsed.clear()
+    assert batch.cached_vocabulary(dataclasses.replace(base, cache=None)).token_bytes == changed.token_bytes
+    assert parsed == [tok_b]  # no cache: parsed
+
+
 def test_jobs_share_cached_tables_and_rebuild_a_corrupt_one(schemas: Path, tok_a: str, tok_b: str,
                                                            tmp_path: Path) -> None:
     tables = TokenizerTables(tmp_path / "cache")
