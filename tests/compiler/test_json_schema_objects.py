@@ -303,3 +303,18 @@ def _in_property_order(value: dict[str, Any], schema: dict[str, Any]) -> bytes:
     """``value`` as the grammar of a schema without applicators orders it (what ``serialize`` does)."""
     listed = [k for k in schema.get("properties", {}) if k in value]
     return compact({k: value[k] for k in [*listed, *(k for k in value if k not in listed)]})
+
+
+def test_generation_writes_a_required_name_it_does_not_declare() -> None:
+    # generation closes an object to its keys, and a required name is one of them even when
+    # 'properties' leaves it out: it takes any value, as the absent additionalProperties says
+    # (it used to close the object to nothing)
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a", "b"]}
+    validator = jsonschema.Draft202012Validator(schema)
+    for text, written in (('{"a":1,"b":true}', True), ('{"a":1,"b":{"x":[1,"y"]}}', True), ('{"a":1,"b":null}', True),
+                          ('{"a":1}', False), ('{"a":1,"b":1,"c":1}', False), ('{"a":"1","b":1}', False)):
+        assert _accepts(schema, text, "generation") == written, text
+        assert not written or validator.is_valid(json.loads(text)), text
+    # said outright, additionalProperties: false leaves no object at all
+    with pytest.raises(EmptyLanguage):
+        _accepts({**schema, "additionalProperties": False}, "{}", "generation")

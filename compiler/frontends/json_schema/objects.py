@@ -103,10 +103,16 @@ class ObjectsMixin(WitnessesMixin):
                     sub = {"allOf": [sub, *matching]}
             elif matching:
                 sub = {"allOf": matching} if len(matching) > 1 else matching[0]
-            elif addl is False:
+            elif addl is False and "additionalProperties" in schema:
                 if req:
                     return NOTHING  # a required property that no schema admits
                 continue
+            elif addl is False:
+                if not req:
+                    continue
+                # generation's closed default: a name it requires is still one of its keys,
+                # with any value (what the absent keyword admits)
+                sub = True
             else:
                 sub = addl
             vnode = self.value(sub, _ptr(pointer, "properties", name), depth + 1)
