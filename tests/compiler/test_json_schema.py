@@ -203,6 +203,10 @@ def test_simple_not_forms(schema: Any, ok: list[Any], bad: list[Any]) -> None:
     ({"enum": [1, 50, "x"], "type": "integer", "maximum": 10}, [1], [50, "x"]),
     ({"$defs": {"short": {"maxLength": 1}}, "enum": ["a", "ab"], "allOf": [{"$ref": "#/$defs/short"}]}, ["a"], ["ab"]),
     ({"enum": [2.0, "x"]}, [2, 2.0], [3]),
+    # a whole float at any depth is also spelled as the integer it equals
+    ({"enum": [[2.0], {"a": [1.0, 0.5]}]}, [[2], [2.0], {"a": [1, 0.5]}, {"a": [1.0, 0.5]}], [[3], [True], {"a": [1]}]),
+    # ... so a difference over canonical spellings keeps it ([1.0] alone was no value at all)
+    ({"enum": [[1.0]], "not": {"enum": [[True]]}}, [[1]], [[True], [2]]),
 ])
 def test_enum_values_obey_sibling_keywords(schema: Any, ok: list[Any], bad: list[Any]) -> None:
     check_values(schema, ok, bad)

@@ -52,8 +52,9 @@ class ScalarsMixin(Base):
             if check is not None and not check(v):
                 continue
             out.append(lit(dumps_layout(v, layout)))
-            if isinstance(v, float) and v.is_integer() and abs(v) < 2**53:
-                out.append(lit(dumps_layout(int(v), layout)))  # JSON Schema: 2.0 == 2
+            whole = _whole_numbers(v)
+            if whole is not v:
+                out.append(lit(dumps_layout(whole, layout)))  # JSON Schema: 2.0 == 2, [2.0] == [2]
         return alt(*out)  # NOTHING when no listed value passes the sibling keywords
 
     def value_checker(self, schema: dict[str, JsonValue], pointer: str) -> Callable[[JsonValue], bool]:
@@ -273,3 +274,15 @@ def _int_high(v: Decimal, exclusive: bool) -> int:
     return c - 1 if (exclusive or c > v) else c
 
 
+def _whole_numbers(v: JsonValue) -> JsonValue:
+    """``v`` with every whole float (``2.0``) written as an integer, at any depth (``v`` itself
+    where none is): the same JSON Schema value, in the spelling integers get."""
+    if isinstance(v, float) and v.is_integer() and abs(v) < 2**53:
+        return int(v)
+    if isinstance(v, list):
+        items = [_whole_numbers(x) for x in v]
+        return items if any(a is not b for a, b in zip(items, v)) else v
+    if isinstance(v, dict):
+        members = {k: _whole_numbers(x) for k, x in v.items()}
+        return members if any(members[k] is not v[k] for k in v) else v
+    return v
