@@ -120,7 +120,8 @@ class ArtifactCache:
                 n += 1
             except OSError as e:
                 raise ArtifactError(f"cannot remove cache entry {p}: {e.strerror or e}") from e
-        for p in TokenizerTables(self.root).entries():
+        tables = TokenizerTables(self.root)
+        for p in [*tables.entries(), *tables.sources()]:
             try:
                 p.unlink()
             except OSError as e:
@@ -158,6 +159,11 @@ class TokenizerTables:
 
     def entries(self) -> list[Path]:
         return sorted(self.root.glob("*.safetensors")) if self.root.is_dir() else []
+
+    def sources(self) -> list[Path]:
+        """The files naming which tables a tokenizer source reads (:meth:`file_source`)."""
+        folder = self.root / "sources"
+        return sorted(p for p in folder.iterdir() if _FINGERPRINT.fullmatch(p.name)) if folder.is_dir() else []
 
     def save(self, vocab: Vocabulary) -> Path | None:
         """Store ``vocab`` under its fingerprint unless a valid entry is already there (None

@@ -384,6 +384,9 @@ def test_a_tokenizer_file_is_parsed_once_then_read_from_its_tables(tmp_path: Pat
         entry.write_text("not a fingerprint")
     assert batch.cached_vocabulary(base).token_bytes == changed.token_bytes and parsed == [tok_b]
     parsed.clear()
+    assert tables.sources() and tables.entries()
+    ArtifactCache(base.cache).clear()  # the cache clears what names the tables too
+    assert not tables.sources() and not tables.entries()
     assert batch.cached_vocabulary(dataclasses.replace(base, cache=None)).token_bytes == changed.token_bytes
     assert parsed == [tok_b]  # no cache: parsed
 
