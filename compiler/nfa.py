@@ -286,19 +286,7 @@ def min_bytes(node: Node, budget: int = 10_000) -> int:
         if isinstance(n, Product):
             return max(go(n.a), go(n.b)) if n.op == "and" else go(n.a)
         if isinstance(n, Automaton):
-            depth = {0: 0}
-            frontier = [0]
-            while frontier:
-                nxt = []
-                for s in frontier:
-                    if s in n.accepting:
-                        return depth[s]
-                    for _, _, t in n.edges[s]:
-                        if t not in depth:
-                            depth[t] = depth[s] + 1
-                            nxt.append(t)
-                frontier = nxt
-            return 0
+            return _shortest([[t for _, _, t in out] for out in n.edges], [s in n.accepting for s in range(len(n.edges))])
         if isinstance(n, Fields):
             required = [go(x) for x, req in n.items if req]
             sep = go(n.sep) if len(required) > 1 else 0

@@ -320,12 +320,8 @@ def test_tokenizer_tables_round_trip_and_refuse_what_does_not_hash(tmp_path: Pat
         tables.path("../x")
 
 
-def test_a_worker_builds_its_vocabulary_from_the_tables_once(tmp_path: Path, tok_b: str,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    vocab = maskc.load_tokenizer(tok_b)
-    s = batch.Settings(tok_b, None, None, "compact", False, str(tmp_path / "c"), "out",
-                       tokenizer_sha256=vocab.fingerprint)
-    TokenizerTables(s.cache).save(vocab)
+def _count_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The tokenizer specs parsed from their files from now on (batch.load_vocabulary calls)."""
     parsed: list[str] = []
     real = batch.load_vocabulary
 
@@ -334,6 +330,16 @@ def test_a_worker_builds_its_vocabulary_from_the_tables_once(tmp_path: Path, tok
         return real(st)
 
     monkeypatch.setattr(batch, "load_vocabulary", counted)
+    return parsed
+
+
+def test_a_worker_builds_its_vocabulary_from_the_tables_once(tmp_path: Path, tok_b: str,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    vocab = maskc.load_tokenizer(tok_b)
+    s = batch.Settings(tok_b, None, None, "compact", False, str(tmp_path / "c"), "out",
+                       tokenizer_sha256=vocab.fingerprint)
+    TokenizerTables(s.cache).save(vocab)
+    parsed = _count_parses(monkeypatch)
     monkeypatch.setattr(batch, "_vocabs", {})
     got = batch.vocabulary(s)
     assert got is batch.vocabulary(s) and parsed == []  # once per process, without a parse
@@ -354,14 +360,7 @@ def test_a_tokenizer_file_is_parsed_once_then_read_from_its_tables(tmp_path: Pat
     # the tables filed for the file as it is (path, time, size) stand in for a parse in the
     # next process; a changed file, other overrides or a broken entry are parsed again
     base = batch.Settings(tok_b, None, None, "compact", False, str(tmp_path / "c"), "out")
-    parsed: list[str] = []
-    real = batch.load_vocabulary
-
-    def counted(st: batch.Settings) -> maskc.Vocabulary:
-        parsed.append(st.tokenizer)
-        return real(st)
-
-    monkeypatch.setattr(batch, "load_vocabulary", counted)
+    parsed = _count_parses(monkeypatch)
     first = batch.cached_vocabulary(base)
     assert parsed == [tok_b]
     again = batch.cached_vocabulary(base)

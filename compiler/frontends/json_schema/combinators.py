@@ -28,8 +28,8 @@ from math import gcd, lcm
 
 from maskc.compiler.errors import EmptyLanguage, SchemaError, UnsupportedKeyword
 from maskc.compiler.frontends.json_schema.base import ANNOTATIONS, TYPES, Base, JsonValue, dumps_layout, ptr
-from maskc.compiler.frontends.json_schema.disjoint import (ALL, SCALAR_KINDS, Facts, admits_kind, disjoint, facts_of,
-                                                          Resolve, generation_facts, on_objects, ref_target,
+from maskc.compiler.frontends.json_schema.disjoint import (ALL, SCALAR_KINDS, Facts, admits_kind, declares_keys,
+                                                          disjoint, facts_of, generation_facts, on_objects,
                                                           required_alternatives)
 from maskc.compiler.frontends.json_schema.drafts import ref_overrides_siblings
 from maskc.compiler.frontends.json_schema.refs import has_ref, map_refs
@@ -86,28 +86,6 @@ whitespace or the end, and a string only at an unescaped quote."""
 
 """A regular superset of the JSON values in any spelling and layout: a container is its
 brackets around any JSON tokens (strings stay whole, so their bytes never close it)."""
-
-
-_DECLARE_DEPTH = 6  # references and allOf levels read for declared keys
-
-
-def _declares_keys(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: bool, budget: int) -> bool:
-    """Whether ``schema`` or what merges into it (references, ``allOf``) declares keys
-    (``properties``, ``patternProperties``): in ``generation`` semantics its objects then
-    hold the keys it declares, and a property constraint added to it keeps that meaning."""
-    if not isinstance(schema, dict) or budget <= 0:
-        return False
-    if "$ref" in schema:
-        got = ref_target(schema, pointer, resolve)
-        if got is not None and _declares_keys(got[0], got[1], resolve, ref_overrides, budget - 1):
-            return True
-        if ref_overrides:
-            return False
-    if "properties" in schema or schema.get("patternProperties"):
-        return True
-    conj = schema.get("allOf")
-    return isinstance(conj, list) and any(
-        _declares_keys(sub, f"{pointer}/allOf/{i}", resolve, ref_overrides, budget - 1) for i, sub in enumerate(conj))
 
 
 def _separator(mine: Facts, other: Facts, my_keys: list[frozenset[str]],
@@ -489,9 +467,11 @@ class CombinatorsMixin(Base):
             if split is not None:
                 return split
         elif not self._over:
-            got = self._generation_exclusive(nodes, subs, facts)
+            live = self._not_implied(subs)
+            writes = {i: generation_facts(subs[i][0], subs[i][1], self.resolve, overrides, facts[i]) for i in live}
+            got = self._generation_exclusive(nodes, live, writes, facts)
             if got is None:
-                got = self._generation_separated(subs, facts, depth)
+                got = self._generation_separated(subs, live, writes, facts, depth)
             if got is not None:
                 return got
         overs = [self.over_approx(sub, bptr, depth) for sub, bptr in subs]
@@ -517,20 +497,16 @@ class CombinatorsMixin(Base):
         overlaps = [Product(x, y, "and") for i, x in enumerate(overs) for y in overs[i + 1 :]]
         return Product(alt(*canonical), alt(*overlaps), "minus")
 
-    def _generation_exclusive(self, nodes: list[Node], subs: list[tuple[JsonValue, str]],
+    def _generation_exclusive(self, nodes: list[Node], live: list[int], writes: dict[int, Facts],
                               facts: list[Facts]) -> Node | None:
         """``oneOf`` in ``generation`` semantics, where a branch's language is a part of its
-        instances: a branch another branch provably holds (:func:`.subsume.implies`) has no
-        instance that meets exactly one, and is left out; each branch kept is exact where
-        its language provably shares no value with any other branch's instances, from its
-        generation facts (objects closed to the keys it declares). None where one is not
-        proven (the general construction applies)."""
-        overrides = ref_overrides_siblings(self.draft)
-        n = len(subs)
-        live = self._not_implied(subs)
+        instances. ``live`` are the branches no other provably holds (:meth:`_not_implied`:
+        an instance of one left out meets two branches), ``writes`` their generation facts
+        (objects closed to the keys they declare). Each branch kept is exact where its
+        language provably shares no value with any other branch's instances. None where one
+        is not proven (the general construction applies)."""
         for i in live:
-            mine = generation_facts(subs[i][0], subs[i][1], self.resolve, overrides, facts[i])
-            if not all(disjoint(mine, facts[k]) for k in range(n) if k != i):
+            if not all(disjoint(writes[i], facts[k]) for k in range(len(facts)) if k != i):
                 return None
         return alt(*[nodes[i] for i in live]) if live else NOTHING
 
@@ -542,7 +518,8 @@ class CombinatorsMixin(Base):
                 if not any(j != i and implies(subs[i][0], subs[i][1], subs[j][0], subs[j][1], self.resolve, overrides)
                            for j in range(n))]
 
-    def _generation_separated(self, subs: list[tuple[JsonValue, str]], facts: list[Facts], depth: int) -> Node | None:
+    def _generation_separated(self, subs: list[tuple[JsonValue, str]], live: list[int], writes: dict[int, Facts],
+                              facts: list[Facts], depth: int) -> Node | None:
         """``oneOf`` in ``generation`` semantics over branches whose objects overlap (open
         objects, a union inside a branch): each branch that writes objects alone, cut down by
         keywords to objects that no other branch admits. Against another branch that
@@ -551,6 +528,7 @@ class CombinatorsMixin(Base):
         (:func:`.disjoint.required_alternatives`), a key of the set that this branch does
         not require is forbidden (``properties: {k: false}``). Every object written then
         meets its own branch alone (a part of the instances, as generation allows).
+        ``live`` and ``writes`` as in :meth:`_generation_exclusive`.
 
         None where a branch may write other values, or a set of the other branch's keys is
         all required here (the general construction applies)."""
@@ -558,11 +536,11 @@ class CombinatorsMixin(Base):
         n = len(subs)
         keys = [required_alternatives(sub, bptr, self.resolve, overrides) for sub, bptr in subs]
         parts: list[Node] = []
-        for i in self._not_implied(subs):
-            mine = generation_facts(subs[i][0], subs[i][1], self.resolve, overrides, facts[i])
+        for i in live:
+            mine = writes[i]
             if mine.types is None or not mine.types <= {"object"}:
                 return None
-            if not _declares_keys(subs[i][0], subs[i][1], self.resolve, overrides, _DECLARE_DEPTH):
+            if not declares_keys(subs[i][0], subs[i][1], self.resolve, overrides):
                 return None  # (generation: an object that declares no keys admits others; a cut would declare them)
             props: dict[str, JsonValue] = {}
             for j in range(n):

@@ -25,7 +25,7 @@ from maskc.compiler.frontends.json_schema.base import (ANNOTATIONS, ARRAY_KW, NU
                                                       JsonValue, json_type)
 
 __all__ = ["Facts", "facts_of", "disjoint", "on_objects", "generation_facts", "admits_kind", "ALL", "NONE", "SCALAR_KINDS",
-           "Resolve", "ref_target", "value_types", "required_alternatives"]
+           "Resolve", "ref_target", "value_types", "required_alternatives", "declares_keys"]
 
 Resolve = Callable[[JsonValue, str], tuple[JsonValue, str]]
 
@@ -353,6 +353,25 @@ def _declared(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: 
     return isinstance(conj, list) and all(
         _declared(c, f"{pointer}/allOf/{i}", resolve, ref_overrides, names, seen, budget - 1)
         for i, c in enumerate(conj))
+
+
+def declares_keys(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: bool, budget: int = _DEPTH) -> bool:
+    """Whether ``schema`` or what merges into it (references, ``allOf``) declares keys
+    (``properties``, ``patternProperties``): in ``generation`` semantics its objects then
+    hold the keys it declares, and a property constraint added to it keeps that meaning."""
+    if not isinstance(schema, dict) or budget <= 0:
+        return False
+    if "$ref" in schema:
+        got = ref_target(schema, pointer, resolve)
+        if got is not None and declares_keys(got[0], got[1], resolve, ref_overrides, budget - 1):
+            return True
+        if ref_overrides:
+            return False
+    if "properties" in schema or schema.get("patternProperties"):
+        return True
+    conj = schema.get("allOf")
+    return isinstance(conj, list) and any(
+        declares_keys(sub, f"{pointer}/allOf/{i}", resolve, ref_overrides, budget - 1) for i, sub in enumerate(conj))
 
 
 def _keywords(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: bool, top: bool, at_top: set[str],
