@@ -361,22 +361,19 @@ def align_pda(
             masks.append(packed)
         return j
 
-    if progress is not None:
-        progress(0, 2)
-    has_local = seed_local >= 0
-    local_ids = align(d_local, no_eos, add_mask=collect, deadline=deadline,
-                      only=np.unique(seed_local[has_local]), free_order=True) if has_local.any() else None
-    if progress is not None:
-        progress(1, 2)
-    any_ids = align(d_any, no_eos, add_mask=collect, deadline=deadline, only=np.unique(seed_any), free_order=True)
-    has_flat = seed_flat >= 0
-    if flat_built is built:  # without inlining, the 'flat' automaton is the 'accepted' one itself
-        flat_ids = local_ids
-    else:
-        flat_ids = align(d_flat, no_eos, add_mask=collect, deadline=deadline,
-                         only=np.unique(seed_flat[has_flat]), free_order=True) if has_flat.any() else None
-    if progress is not None:
-        progress(2, 2)
+    # The automata share most of their states' futures (all three agree wherever no token
+    # leaves or enters a frame): aligned as one disjoint union, the refinement gives states
+    # with one future one block, and each block is aligned once for all three.
+    parts = [(d_local, seed_local), (d_any, seed_any)] + ([] if flat_built is built else [(d_flat, seed_flat)])
+    union, seeds = _disjoint_union(parts)
+    wanted = np.unique(np.concatenate([s[s >= 0] for s in seeds]))
+    ids = align(union, no_eos, add_mask=collect, progress=progress, deadline=deadline, only=wanted, free_order=True)
+
+    def of(seed: NDArray[np.int64]) -> NDArray[np.int32]:
+        return np.where(seed >= 0, ids[np.where(seed >= 0, seed, 0)], -1).astype(np.int32)
+
+    local_of, any_of = of(seeds[0]), of(seeds[1])
+    flat_of = local_of if flat_built is built else of(seeds[2])
     vocab = table.vocab_size
     empty = np.zeros((vocab + 7) // 8, dtype=np.uint8)
 
@@ -387,10 +384,7 @@ def align_pda(
     flat = np.empty(pda.num_states, dtype=np.int32)
     uncertain = np.empty(pda.num_states, dtype=np.int32)
     memo: dict[tuple[int, int, int], tuple[int, int, int]] = {}
-    for q in range(pda.num_states):
-        lm = int(local_ids[seed_local[q]]) if local_ids is not None and seed_local[q] >= 0 else -1
-        fm = int(flat_ids[seed_flat[q]]) if flat_ids is not None and seed_flat[q] >= 0 else -1
-        am = int(any_ids[seed_any[q]])
+    for q, (lm, fm, am) in enumerate(zip(local_of.tolist(), flat_of.tolist(), any_of.tolist())):
         got = memo.get((lm, fm, am))
         if got is None:
             loc = masks[lm] if lm >= 0 else empty
@@ -399,3 +393,17 @@ def align_pda(
             memo[(lm, fm, am)] = got
         accepted[q], flat[q], uncertain[q] = got
     return PdaMasks(accepted, flat, uncertain, k)
+
+
+def _disjoint_union(parts: list[tuple[Dfa, NDArray[np.int64]]]) -> tuple[Dfa, list[NDArray[np.int64]]]:
+    """One DFA holding each of ``parts``' automata side by side (no accepting state), and
+    each part's seeds in it (-1 stays -1)."""
+    tables, seeds = [], []
+    base = 0
+    for d, seed in parts:
+        t = d.trans
+        tables.append(np.where(t >= 0, t + base, DEAD).astype(np.int32))
+        seeds.append(np.where(seed >= 0, seed + base, -1).astype(np.int64))
+        base += d.num_states
+    trans = np.concatenate(tables, axis=0)
+    return Dfa(trans, parts[0][0].byte_class.copy(), np.zeros(base, dtype=np.bool_)), seeds
