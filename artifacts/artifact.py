@@ -314,7 +314,15 @@ class Artifact:
         """The row of ``state`` as its fill plan from now on (a state visited again: one row
         copy per fill beats a clear and word stores), shared by the states of its mask."""
         m = self.state_mask.item(state)
-        row = self.mask_row_of(m)
+        plan = self._mask_plans.get(m)
+        if type(plan) is tuple and m not in self._rows:  # its nonzero words are known: stored, not decoded
+            row = np.zeros(bitmask_words(self.vocab_size), dtype=np.int32)
+            words = row.data
+            for w, v in plan:
+                words[w] = v
+            row = self._keep_row(m, row)
+        else:
+            row = self.mask_row_of(m)
         self._mask_plans[m] = row
         self._plans[state] = row
         return row
@@ -323,14 +331,18 @@ class Artifact:
         """Mask ``m`` of the store as a read-only int32 bitmask row, cached."""
         row = self._rows.get(m)
         if row is None:
-            if len(self._rows) >= ROW_CACHE_LIMIT:
-                self._rows.clear()
-                self._state_rows.clear()
-                self._plans.clear()
-                self._mask_plans.clear()
-            row = self._decode(m).view(np.int32)
-            row.setflags(write=False)
-            self._rows[m] = row
+            row = self._keep_row(m, self._decode(m).view(np.int32))
+        return row
+
+    def _keep_row(self, m: int, row: NDArray[np.int32]) -> NDArray[np.int32]:
+        """``row``, read-only, cached as mask ``m``'s (the caches emptied when full)."""
+        if len(self._rows) >= ROW_CACHE_LIMIT:
+            self._rows.clear()
+            self._state_rows.clear()
+            self._plans.clear()
+            self._mask_plans.clear()
+        row.setflags(write=False)
+        self._rows[m] = row
         return row
 
     def _decode(self, m: int) -> NDArray[np.uint32]:
@@ -471,8 +483,9 @@ def _bits(ids: NDArray[np.int32], words: int) -> NDArray[np.uint32]:
     """A row with the bits of ``ids`` set (ids distinct, as every stored list is)."""
     if ids.shape[0] <= _SMALL:  # a few ids: scalar stores beat the fixed cost of a scatter
         row = np.zeros(words, dtype=np.uint32)
+        view = row.data  # a writable memoryview: a store costs no numpy scalar
         for i in ids.tolist():
-            row[i >> 5] |= 1 << (i & 31)
+            view[i >> 5] |= 1 << (i & 31)
         return row
     shift = (ids & 31).astype(np.uint32)
     if ids.shape[0] > _SCATTER_MAX:  # long lists: one pass over the row beats a scatter per id
