@@ -349,8 +349,9 @@ class Artifact:
         """Mask ``m`` as a uint32 row, in a few array operations whatever its form.
 
         A delta mask is its base's row with the listed bits flipped; the flips of the whole
-        chain (at most ``MAX_DELTA_DEPTH`` links down to a self-contained mask or a row
-        already decoded) are applied in one scatter. Nothing per token runs in Python.
+        chain (at most ``MAX_DELTA_DEPTH`` links down to a row already decoded or a
+        self-contained mask, which is decoded and kept: its other deltas start from it) are
+        applied in one scatter. Nothing per token runs in Python.
         """
         kinds, offsets, data = self.masks.kinds, self.masks.offsets, self.masks.data
         flips: list[NDArray[np.int32]] = []
@@ -364,9 +365,10 @@ class Artifact:
                 cached = self._rows.get(k)
                 if cached is not None:
                     row = cached.view(np.uint32).copy()
+            elif flips:  # the chain's root: kept decoded, since the masks built on it share it
+                row = self.mask_row_of(k).view(np.uint32).copy()
             elif kind == KIND_DENSE:
-                seg = data[a:b].view(np.uint32)
-                row = seg.copy() if flips else seg
+                row = data[a:b].view(np.uint32)
             elif kind == KIND_ALLOW:
                 row = _bits(data[a:b], bitmask_words(self.vocab_size))
             else:  # KIND_REJECT: every id of the vocabulary but the listed ones
