@@ -76,6 +76,17 @@ class TokenTable:
             got = self.__dict__["_longest"] = int(lens.max(initial=0))
         return got
 
+    def items_reach(self, completing: bytes, shortest: int) -> int:
+        """The most items one walkable token can complete, for items of at least ``shortest``
+        bytes whose last byte is one of ``completing`` (:data:`maskc.compiler.nfa.ItemReach`):
+        the most occurrences of those bytes in a token that lie ``shortest`` or more apart.
+        Computed once per table and question."""
+        memo: dict[tuple[bytes, int], int] = self.__dict__.setdefault("_items_reach", {})
+        got = memo.get((completing, shortest))
+        if got is None:
+            got = memo[(completing, shortest)] = _items_reach(self, completing, max(1, shortest))
+        return got
+
     def slices(self) -> tuple[TokenSlice, TokenSlice]:
         """Short and long walkable tokens, precomputed once per table (the short ones grouped
         by first byte: :meth:`first_blocks`)."""
@@ -173,6 +184,32 @@ class TokenSlice:
     pos: NDArray[np.int64]  # position within its token, per byte
     data: NDArray[np.uint8]  # the selected tokens' bytes, concatenated
     mult: NDArray[np.int64]  # [2, len(data)] position weights of the two hashes
+
+
+def _items_reach(table: TokenTable, completing: bytes, gap: int) -> int:
+    """:meth:`TokenTable.items_reach`: per token, the completing bytes taken greedily from
+    the first, each ``gap`` or more after the one before (the most such a token holds)."""
+    lut = np.zeros(256, dtype=np.bool_)
+    lut[np.frombuffer(completing, dtype=np.uint8)] = True
+    hit = lut[table.flat]
+    ends = np.zeros(hit.shape[0] + 1, dtype=np.int64)
+    np.cumsum(hit, out=ends[1:])
+    counts = ends[table.offsets[1:]] - ends[table.offsets[:-1]]
+    counts[~table.walkable] = 0
+    best = int(counts.max(initial=0))
+    if gap == 1 or best <= 1:
+        return best
+    best = 1
+    for t in np.argsort(-counts, kind="stable").tolist():
+        if int(counts[t]) <= best:
+            break  # no token from here on holds more completing bytes than the best so far
+        a = int(table.offsets[t])
+        got, last = 0, -gap
+        for p in np.flatnonzero(hit[a : int(table.offsets[t + 1])]).tolist():
+            if p - last >= gap:
+                got, last = got + 1, p
+        best = max(best, got)
+    return best
 
 
 def token_slice(table: TokenTable, select: NDArray[np.bool_], by_first: bool = False) -> TokenSlice:

@@ -10,6 +10,9 @@ would explode (large bounded repetitions of large items) into a clear error.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -22,10 +25,29 @@ from maskc.compiler.ir import Alt, Automaton, ByteSet, Fields, Node, Product, Re
 if TYPE_CHECKING:  # dfa.py imports this module
     from maskc.compiler.dfa import Dfa
 
-__all__ = ["Nfa", "Region", "lower", "lower_rules", "CALL_BASE", "COUNT_EXIT"]
+__all__ = ["Nfa", "Region", "lower", "lower_rules", "CALL_BASE", "COUNT_EXIT", "ItemReach", "item_reach"]
 
 CALL_BASE = 256  # edge label of a call to rule i: CALL_BASE + i
 COUNT_EXIT = CALL_BASE  # edge label of a counted loop's exit (only in :func:`lower`'s NFAs, which have no calls)
+
+
+ItemReach = Callable[[bytes, int], int]
+"""``reach(completing, shortest)``: the most items one token of the vocabulary can complete,
+for items at least ``shortest`` bytes long whose last byte is one of ``completing``."""
+
+_ITEM_REACH: ContextVar[ItemReach | None] = ContextVar("maskc_item_reach", default=None)
+
+
+@contextmanager
+def item_reach(reach: ItemReach | None) -> Iterator[None]:
+    """Counted loops planned in this block keep ``reach`` items from a bound (what the
+    vocabulary's tokens can complete) where that is fewer than what the horizon's bytes
+    allow; outside, the horizon alone bounds them (no vocabulary: lint, a bare lowering)."""
+    token = _ITEM_REACH.set(reach)
+    try:
+        yield
+    finally:
+        _ITEM_REACH.reset(token)
 
 
 @dataclass(slots=True)
@@ -233,14 +255,27 @@ def _build_counted(nfa: Nfa, node: Repeat, start: int, end: int) -> bool:
 def _count_plan(d: Dfa, lo: int, hi: int | None, horizon: int, room: int = 0) -> list[tuple[str, int]] | None:
     """:func:`_loop_plan` for ``item{lo,hi}`` with the item's minimal DFA ``d``; None when
     the item is not prefix-free or no loop pays. A token of ``horizon`` bytes ends at most
-    ``1 + (horizon - 1) // shortest`` items (the first may have begun before it); ``room``
-    more items are kept between a loop and a bound (see :func:`_finish_room`)."""
+    ``1 + (horizon - 1) // shortest`` items (the first may have begun before it), and,
+    inside :func:`item_reach`, at most as many as the vocabulary's tokens can (an item ends
+    on one of its completing bytes, a shortest item after the last); ``room`` more items
+    are kept between a loop and a bound (see :func:`_finish_room`)."""
     rows = d.trans.tolist()
     acc = d.accepting.tolist()
     if acc[0] or any(acc[s] and any(t >= 0 for t in row) for s, row in enumerate(rows)):
         return None
-    most = 1 + (horizon - 1) // _shortest(rows, acc) if horizon > 0 else 0
+    shortest = _shortest(rows, acc)
+    most = 1 + (horizon - 1) // shortest if horizon > 0 else 0
+    reach = _ITEM_REACH.get()
+    if reach is not None and most > 1:
+        most = min(most, reach(_completing_bytes(d), shortest))
     return _loop_plan(lo, hi, most + 1 + room)
+
+
+def _completing_bytes(d: Dfa) -> bytes:
+    """The bytes on which some state of ``d`` moves into an accepting state: an item's last byte."""
+    acc = d.accepting.tolist()
+    classes = {c for row in d.trans.tolist() for c, t in enumerate(row) if t >= 0 and acc[t]}
+    return bytes(b for b, c in enumerate(d.byte_class.tolist()) if c in classes)
 
 
 def counted_copies(item: Node, lo: int, hi: int | None, horizon: int, *, max_states: int,
@@ -260,10 +295,75 @@ def counted_copies(item: Node, lo: int, hi: int | None, horizon: int, *, max_sta
 
 def _widest_gap(item: Node, horizon: int) -> int:
     """The gap :func:`_count_plan` keeps between a loop and a bound (finishing room aside)
-    for items of :func:`min_bytes` bytes: where no loop pays with it, the item's DFA is not
-    built. Exact where ``min_bytes`` is; wider where it falls short, which can only miss a
-    loop (the repeat is then copied), never make a wrong one."""
-    return 2 + (horizon - 1) // max(1, min_bytes(item)) if horizon > 0 else 1
+    for items of :func:`min_bytes` bytes ending on one of :func:`last_bytes`: where no loop
+    pays with it, the item's DFA is not built. Exact where both are; wider where they fall
+    short, which can only miss a loop (the repeat is then copied), never make a wrong one."""
+    if horizon <= 0:
+        return 1
+    shortest = max(1, min_bytes(item))
+    most = 1 + (horizon - 1) // shortest
+    reach = _ITEM_REACH.get()
+    if reach is not None and most > 1:
+        most = min(most, reach(last_bytes(item), shortest))
+    return most + 1
+
+
+_ANY_BYTE = bytes(range(256))
+
+
+def last_bytes(node: Node, budget: int = 10_000) -> bytes:
+    """The bytes a non-empty string of ``node`` may end with, sorted: a superset (every
+    byte once ``budget`` nodes are read or a reference is met)."""
+    left = [budget]
+
+    def go(n: Node) -> set[int] | None:  # None: any byte
+        left[0] -= 1
+        if left[0] < 0:
+            return None
+        if isinstance(n, ByteSet):
+            return {b for lo, hi in n.ranges for b in range(lo, hi + 1)}
+        if isinstance(n, Seq):
+            out: set[int] = set()
+            for x in reversed(n.items):  # back to the last item that cannot be empty
+                got = go(x)
+                if got is None:
+                    return None
+                out |= got
+                if min_bytes(x, 1_000):
+                    break
+            return out
+        if isinstance(n, Alt):
+            out = set()
+            for x in n.items:
+                got = go(x)
+                if got is None:
+                    return None
+                out |= got
+            return out
+        if isinstance(n, Repeat):
+            return go(n.item)
+        if isinstance(n, Product):
+            a = go(n.a)
+            if n.op == "and":
+                b = go(n.b)
+                return b if a is None else a if b is None else a & b
+            return a
+        if isinstance(n, Automaton):
+            return {b for out in n.edges for lo, hi, t in out if t in n.accepting for b in range(lo, hi + 1)}
+        if isinstance(n, Fields):
+            out = set()
+            for x in (n.close_nonempty, n.close_empty):
+                if x is None:
+                    continue
+                got = go(x) if min_bytes(x, 1_000) else None  # an empty close: any member's end
+                if got is None:
+                    return None
+                out |= got
+            return out
+        return None  # a reference: any byte
+
+    got = go(node)
+    return _ANY_BYTE if got is None else bytes(sorted(got))
 
 
 def min_bytes(node: Node, budget: int = 10_000) -> int:

@@ -29,7 +29,7 @@ from maskc.compiler.frontends.registry import frontend, grammar_sha256
 from maskc.compiler.ir import Grammar, Node
 from maskc.compiler.maskstore import MaskStore, MaskStoreBuilder
 from maskc.compiler.minimize import minimize
-from maskc.compiler.nfa import lower
+from maskc.compiler.nfa import item_reach, lower
 from maskc.compiler.options import CompileOptions
 from maskc.compiler.spelling import prove_spellable, prove_start_spellable
 from maskc.compiler.vocab import Vocabulary
@@ -175,7 +175,8 @@ def compile_ir(
         deadline = time.monotonic() + options.limits.max_seconds
     try:
         table = token_table(vocab)
-        dfa = grammar_dfa(node, options, t, deadline=deadline, horizon=table.longest if COUNTED_LOOPS else None)
+        with item_reach(table.items_reach):
+            dfa = grammar_dfa(node, options, t, deadline=deadline, horizon=table.longest if COUNTED_LOOPS else None)
         builder = MaskStoreBuilder(vocab.vocab_size)
         t0 = time.perf_counter()
         state_mask = align(dfa, table, add_mask=builder.add, progress=progress, deadline=deadline)
@@ -279,7 +280,8 @@ def compile_source(
     deadline = time.monotonic() + opts.limits.max_seconds  # (the front end's own starts just after)
     t0 = time.perf_counter()
     text = fe.canonical(source)
-    grammar, not_enforced = fe.to_grammar(source, opts)
+    with item_reach(token_table(vocab).items_reach):  # what counted repeats would cost, for this vocabulary
+        grammar, not_enforced = fe.to_grammar(source, opts)
     t["frontend_ms"] = (time.perf_counter() - t0) * 1e3
     return compile_grammar(kind, text, grammar, vocab, opts, not_enforced=not_enforced, progress=progress, timings=t,
                            deadline=deadline)

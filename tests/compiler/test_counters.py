@@ -347,3 +347,66 @@ def test_min_bytes_bounds_the_shortest_string() -> None:
         (seq(lit("ab"), RuleRef("x")), 2),
     ]:
         assert min_bytes(node) == expected, node
+
+
+def test_last_bytes_holds_every_last_byte() -> None:
+    # exact where the node says (the bytes into an accepting state of its minimal DFA), a
+    # superset through a difference; every byte for a reference
+    from maskc.compiler.ir import Automaton, Fields, Product, RuleRef, alt, lit, rep, seq
+    from maskc.compiler.nfa import _completing_bytes, last_bytes
+    from maskc.compiler.product import operand_dfa
+
+    two = Automaton((((97, 97, 1),), ((98, 98, 2),), ()), frozenset({2}))  # "ab"
+    member = seq(lit('"k":'), alt(lit("1"), lit("22")))
+    fields = Fields(((member, False), (lit('"o":0'), False)), lit("{"), lit(","), lit("}"), lit("[]"))
+    for node, expected in [
+        (seq(lit("ab"), rep(lit("c"), 0, 2), alt(lit("x"), lit(""))), b"bcx"),  # back past the optional parts
+        (seq(lit("ab"), lit("c")), b"c"),
+        (alt(lit("1"), seq(lit("2"), rep(lit("34"), 1, 3))), b"14"),
+        (two, b"b"),
+        (fields, b"]}"),
+        (Product(rep(alt(lit("a"), lit("b")), 1, None), rep(lit("a"), 0, None), "and"), b"a"),
+        (Product(rep(alt(lit("a"), lit("b")), 1, None), rep(lit("a"), 0, None), "minus"), b"ab"),
+    ]:
+        got = last_bytes(node)
+        assert got == expected, node
+        assert set(_completing_bytes(operand_dfa(node, max_states=10_000, deadline=None))) <= set(got), node
+    assert last_bytes(seq(lit("ab"), RuleRef("x"))) == bytes(range(256))
+
+
+# Items of a few bytes under a long token: the horizon alone would keep 14 items between a
+# loop and a bound, while no token here completes more than three `{}` items.
+_BRACES = ["[", "]", "{", "}", ",", "{}", "},{", "},{}", "{},", "{},{", "{},{},{},{", "[],[],[],[", "}]", "]}",
+           "}}}}}}", "x" * 40, "<eos>", "<pad>"]
+
+
+def test_items_reach_counts_spaced_completing_bytes() -> None:
+    vocab = Vocabulary.from_tokens(_BRACES + ["},{},{}" + "<"], eos="<eos>", special=["<pad>"], name="braces")
+    table = pipeline.token_table(vocab)
+    assert table.items_reach(b"}", 1) == 6  # "}}}}}}": one-byte items end at every brace
+    assert table.items_reach(b"}", 2) == 3  # ... every other one
+    assert table.items_reach(b"}", 3) == 3  # "},{},{}<": braces at 0, 3 and 6
+    assert table.items_reach(b"}", 4) == 2
+    assert table.items_reach(b"<", 3) == 1
+    assert table.items_reach(b"]", 3) == 3  # "[],[],[],["
+    assert table.items_reach(b"q", 1) == 0
+    special = Vocabulary.from_tokens(["{", "}", "<eos>", "}}}}"], eos="<eos>", special=["}}}}"], name="special")
+    assert pipeline.token_table(special).items_reach(b"}", 1) == 1  # a special token is never walked
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "array", "items": {"type": "object", "additionalProperties": False}, "maxItems": 20},
+    {"type": "array", "items": {"type": "object", "additionalProperties": False}, "minItems": 9, "maxItems": 24},
+    {"type": "array", "items": {"type": "array", "maxItems": 0}, "maxItems": 20},
+])
+def test_loops_keep_what_the_tokens_can_complete_from_a_bound(schema: dict[str, object],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    vocab = Vocabulary.from_tokens(_BRACES, eos="<eos>", special=["<pad>"], name="braces")
+    counted, unrolled = _pair("json_schema", schema, vocab, monkeypatch)
+    # a loop only because the tokens complete at most three items (the horizon alone: none)
+    assert counted.dfa.counters is not None and counted.num_states < unrolled.num_states
+    assert _walk_both(counted, unrolled, vocab, walks=60, seed=3, every_token=True) >= 3
+    for n in range(0, 30):
+        for item in ("{}", "[]"):
+            data = ("[" + ",".join([item] * n) + "]").encode()
+            assert counted.dfa.accepts(data) == unrolled.dfa.accepts(data), (schema, n)

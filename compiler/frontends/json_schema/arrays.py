@@ -368,10 +368,11 @@ def _call_edge(_ref: RuleRef) -> Node:
 
 
 ASSUMED_HORIZON = 128
-"""The longest token the front end plans counted loops for (it compiles for no tokenizer in
-particular; 128 bytes is DeepSeek's longest token, and the usual cap of byte-level BPE
-merges). A tokenizer with longer tokens gets more copies, which the compile's own state
-limits still bound."""
+"""The longest token the front end plans counted loops for (its grammar is the same for
+every tokenizer; 128 bytes is DeepSeek's longest token, and the usual cap of byte-level BPE
+merges). Compiling for a vocabulary, the plan also keeps to the items its tokens can
+complete (:func:`maskc.compiler.nfa.item_reach`). A tokenizer with longer tokens gets
+more copies, which the compile's own state limits still bound."""
 
 
 def _counted_copies(unit: Node, lo: int, hi: int | None, fixed: int, max_states: int,
