@@ -40,6 +40,7 @@ __all__ = ["align_pda", "PdaMasks", "INLINE_DEPTH"]
 INLINE_DEPTH = 2  # call levels a token may enter and leave inside a state's precomputed mask
 MAX_LOCAL_STATES = 40_000  # past this the inline depth is lowered
 MAX_OUTER = 16  # configurations tracked past the frame; beyond, any byte may follow
+UNION_MAX_STATES = 16_384  # alignment automata aligned as one up to this many states in all
 
 Local = tuple[tuple[int, ...], int]  # (return states pushed within the token, current state)
 
@@ -361,19 +362,29 @@ def align_pda(
             masks.append(packed)
         return j
 
-    # The automata share most of their states' futures (all three agree wherever no token
-    # leaves or enters a frame): aligned as one disjoint union, the refinement gives states
-    # with one future one block, and each block is aligned once for all three.
     parts = [(d_local, seed_local), (d_any, seed_any)] + ([] if flat_built is built else [(d_flat, seed_flat)])
-    union, seeds = _disjoint_union(parts)
-    wanted = np.unique(np.concatenate([s[s >= 0] for s in seeds]))
-    ids = align(union, no_eos, add_mask=collect, progress=progress, deadline=deadline, only=wanted, free_order=True)
-
-    def of(seed: NDArray[np.int64]) -> NDArray[np.int32]:
-        return np.where(seed >= 0, ids[np.where(seed >= 0, seed, 0)], -1).astype(np.int32)
-
-    local_of, any_of = of(seeds[0]), of(seeds[1])
-    flat_of = local_of if flat_built is built else of(seeds[2])
+    if sum(d.num_states for d, _ in parts) <= UNION_MAX_STATES:
+        # The automata share many of their states' futures (all agree wherever no token
+        # leaves or enters a frame): aligned as one disjoint union, the refinement gives the
+        # states of one future one block, aligned once for all.
+        union, seeds = _disjoint_union(parts)
+        parts = [(union, seed) for seed in seeds]
+    # (a large grammar's automata are aligned one by one: the walks of one are freed before
+    # the next, where a union would hold them all at once)
+    found: dict[int, NDArray[np.int32]] = {}
+    done = 0
+    for d, seed in parts:
+        if id(d) not in found:
+            wanted = np.unique(np.concatenate([s[s >= 0] for dd, s in parts if dd is d]))
+            found[id(d)] = align(d, no_eos, add_mask=collect, deadline=deadline, only=wanted, free_order=True) \
+                if wanted.size else np.zeros(0, dtype=np.int32)
+            done += 1
+            if progress is not None:
+                progress(done, len({id(dd) for dd, _ in parts}))
+    ids_of = [np.where(seed >= 0, found[id(d)][np.where(seed >= 0, seed, 0)], -1).astype(np.int32)
+              if found[id(d)].size else np.full(seed.shape[0], -1, dtype=np.int32) for d, seed in parts]
+    local_of, any_of = ids_of[0], ids_of[1]
+    flat_of = local_of if flat_built is built else ids_of[2]
     vocab = table.vocab_size
     empty = np.zeros((vocab + 7) // 8, dtype=np.uint8)
 

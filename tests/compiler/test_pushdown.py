@@ -152,9 +152,14 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("union", [True, False], ids=["union", "one-by-one"])
 @pytest.mark.parametrize("name,grammar,cfg,start,max_depth,prefix_len", CASES, ids=[c[0] for c in CASES])
 def test_masks_match_the_oracle(name: str, grammar: Grammar, cfg: Cfg, start: str, max_depth: int, prefix_len: int,
-                                vocab: Vocabulary) -> None:
+                                union: bool, vocab: Vocabulary, monkeypatch: pytest.MonkeyPatch) -> None:
+    from maskc.compiler import align_pda
+
+    if not union:  # the alignment automata of a large grammar: aligned one by one
+        monkeypatch.setattr(align_pda, "UNION_MAX_STATES", 0)
     longest = max(len(b) for b in vocab.token_bytes)
     # Every viable string here completes within 2 * max_depth + 1 more bytes: the
     # enumeration bound leaves room for the prefix, the longest token and a completion.
@@ -349,3 +354,18 @@ def test_alignment_stops_at_the_longest_token(toy_vocab: Vocabulary, monkeypatch
     assert max(sizes["bounded"]) < max(sizes["unbounded"])
     m = bounded.matcher()
     assert m.accept_string(b'{"d":{"x":[1,{}]},"u":"' + b"ab" * 20 + b'"}') and m.can_terminate()
+
+
+def test_alignment_automata_give_one_artifact_aligned_as_one_or_one_by_one(
+        toy_vocab: Vocabulary, monkeypatch: pytest.MonkeyPatch) -> None:
+    import maskc
+    from maskc.compiler import align_pda
+
+    schema = {"type": "object", "properties": {"a": {"$ref": "#"}, "b": {"type": "array", "items": {"$ref": "#"}},
+                                               "c": {"type": "string", "maxLength": 12}}}
+    opts = CompileOptions(semantics="exact")
+    union = maskc.compile_json_schema(schema, toy_vocab, options=opts, cache=False)
+    assert union.is_pushdown and union.inline_depth > 0  # three automata: accepted, any, flat
+    monkeypatch.setattr(align_pda, "UNION_MAX_STATES", 0)
+    apart = maskc.compile_json_schema(schema, toy_vocab, options=opts, cache=False)
+    assert apart.to_bytes() == union.to_bytes()
