@@ -372,15 +372,16 @@ def align_pda(
     # (a large grammar's automata are aligned one by one: the walks of one are freed before
     # the next, where a union would hold them all at once)
     found: dict[int, NDArray[np.int32]] = {}
-    done = 0
+    total = len({id(d) for d, _ in parts})
+    if progress is not None:
+        progress(0, total)
     for d, seed in parts:
         if id(d) not in found:
             wanted = np.unique(np.concatenate([s[s >= 0] for dd, s in parts if dd is d]))
             found[id(d)] = align(d, no_eos, add_mask=collect, deadline=deadline, only=wanted, free_order=True) \
                 if wanted.size else np.zeros(0, dtype=np.int32)
-            done += 1
             if progress is not None:
-                progress(done, len({id(dd) for dd, _ in parts}))
+                progress(len(found), total)
     ids_of = [np.where(seed >= 0, found[id(d)][np.where(seed >= 0, seed, 0)], -1).astype(np.int32)
               if found[id(d)].size else np.full(seed.shape[0], -1, dtype=np.int32) for d, seed in parts]
     local_of, any_of = ids_of[0], ids_of[1]
