@@ -352,10 +352,10 @@ def last_bytes(node: Node, budget: int = 10_000) -> bytes:
             return {b for out in n.edges for lo, hi, t in out if t in n.accepting for b in range(lo, hi + 1)}
         if isinstance(n, Fields):
             out = set()
-            for x in (n.close_nonempty, n.close_empty):
-                if x is None:
+            for close in (n.close_nonempty, n.close_empty):
+                if close is None:
                     continue
-                got = go(x) if min_bytes(x, 1_000) else None  # an empty close: any member's end
+                got = go(close) if min_bytes(close, 1_000) else None  # an empty close: any member's end
                 if got is None:
                     return None
                 out |= got
