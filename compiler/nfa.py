@@ -263,12 +263,19 @@ def _count_plan(d: Dfa, lo: int, hi: int | None, horizon: int, room: int = 0) ->
     acc = d.accepting.tolist()
     if acc[0] or any(acc[s] and any(t >= 0 for t in row) for s, row in enumerate(rows)):
         return None
-    shortest = _shortest(rows, acc)
-    most = 1 + (horizon - 1) // shortest if horizon > 0 else 0
+    most = _most_items(horizon, _shortest(rows, acc), lambda: _completing_bytes(d)) if horizon > 0 else 0
+    return _loop_plan(lo, hi, most + 1 + room)
+
+
+def _most_items(horizon: int, shortest: int, last: Callable[[], bytes]) -> int:
+    """The most items of ``shortest`` bytes or more one token completes: what ``horizon``
+    bytes hold, and, inside :func:`item_reach`, no more than the vocabulary's tokens can
+    complete of items ending on one of ``last()``."""
+    most = 1 + (horizon - 1) // shortest
     reach = _ITEM_REACH.get()
     if reach is not None and most > 1:
-        most = min(most, reach(_completing_bytes(d), shortest))
-    return _loop_plan(lo, hi, most + 1 + room)
+        most = min(most, reach(last(), shortest))
+    return most
 
 
 def _completing_bytes(d: Dfa) -> bytes:
@@ -298,14 +305,7 @@ def _widest_gap(item: Node, horizon: int) -> int:
     for items of :func:`min_bytes` bytes ending on one of :func:`last_bytes`: where no loop
     pays with it, the item's DFA is not built. Exact where both are; wider where they fall
     short, which can only miss a loop (the repeat is then copied), never make a wrong one."""
-    if horizon <= 0:
-        return 1
-    shortest = max(1, min_bytes(item))
-    most = 1 + (horizon - 1) // shortest
-    reach = _ITEM_REACH.get()
-    if reach is not None and most > 1:
-        most = min(most, reach(last_bytes(item), shortest))
-    return most + 1
+    return 1 + _most_items(horizon, max(1, min_bytes(item)), lambda: last_bytes(item)) if horizon > 0 else 1
 
 
 _ANY_BYTE = bytes(range(256))
@@ -316,30 +316,30 @@ def last_bytes(node: Node, budget: int = 10_000) -> bytes:
     byte once ``budget`` nodes are read or a reference is met)."""
     left = [budget]
 
+    def union(nodes: list[Node]) -> set[int] | None:
+        out: set[int] = set()
+        for x in nodes:
+            got = go(x)
+            if got is None:
+                return None
+            out |= got
+        return out
+
     def go(n: Node) -> set[int] | None:  # None: any byte
         left[0] -= 1
         if left[0] < 0:
             return None
         if isinstance(n, ByteSet):
             return {b for lo, hi in n.ranges for b in range(lo, hi + 1)}
-        if isinstance(n, Seq):
-            out: set[int] = set()
-            for x in reversed(n.items):  # back to the last item that cannot be empty
-                got = go(x)
-                if got is None:
-                    return None
-                out |= got
+        if isinstance(n, Seq):  # back to the last item that cannot be empty
+            tail: list[Node] = []
+            for x in reversed(n.items):
+                tail.append(x)
                 if min_bytes(x, 1_000):
                     break
-            return out
+            return union(tail)
         if isinstance(n, Alt):
-            out = set()
-            for x in n.items:
-                got = go(x)
-                if got is None:
-                    return None
-                out |= got
-            return out
+            return union(list(n.items))
         if isinstance(n, Repeat):
             return go(n.item)
         if isinstance(n, Product):
@@ -351,15 +351,10 @@ def last_bytes(node: Node, budget: int = 10_000) -> bytes:
         if isinstance(n, Automaton):
             return {b for out in n.edges for lo, hi, t in out if t in n.accepting for b in range(lo, hi + 1)}
         if isinstance(n, Fields):
-            out = set()
-            for close in (n.close_nonempty, n.close_empty):
-                if close is None:
-                    continue
-                got = go(close) if min_bytes(close, 1_000) else None  # an empty close: any member's end
-                if got is None:
-                    return None
-                out |= got
-            return out
+            closes = [x for x in (n.close_nonempty, n.close_empty) if x is not None]
+            if not all(min_bytes(x, 1_000) for x in closes):
+                return None  # an empty close: any member's end
+            return union(closes)
         return None  # a reference: any byte
 
     got = go(node)
