@@ -245,6 +245,10 @@ class Grammar:
 
     start: str
     rules: tuple[tuple[str, Node], ...]
+    shared: frozenset[str] = frozenset()
+    """Rules a front end made only so that their uses share one body (rather than each
+    inlining a copy): :func:`maskc.compiler.rules.resolve_rules` inlines one used only once,
+    so that it adds no pushdown frame."""
 
     def __post_init__(self) -> None:
         names = [n for n, _ in self.rules]

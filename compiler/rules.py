@@ -95,6 +95,24 @@ def _cyclic(graph: dict[str, set[str]]) -> set[str]:
     return {n for comp in comps if len(comp) > 1 or comp[0] in graph[comp[0]] for n in comp}
 
 
+def _inlinable_shared(grammar: Grammar, graph: dict[str, set[str]], cyclic: set[str], uses: dict[str, int]) -> set[str]:
+    """The rules of ``grammar.shared`` on a cycle that are inlined all the same: referenced
+    exactly once, from another cyclic rule. Inlining one copies nothing (its one use gets
+    its body) and adds no frame per level of nesting; every cycle still passes a rule that
+    stays (the start, or the rule it is entered by from outside: referenced at least twice,
+    or not a shared one)."""
+    referrers: dict[str, set[str]] = {}
+    for n, refs in graph.items():
+        for r in refs:
+            referrers.setdefault(r, set()).add(n)
+    out: set[str] = set()
+    for n in grammar.shared & cyclic:
+        by = referrers.get(n, set())
+        if n != grammar.start and uses.get(n, 0) == 1 and len(by) == 1 and n not in by and by <= cyclic:
+            out.add(n)
+    return out
+
+
 def _split(node: Node, name: str, at_end: bool,
            refs: dict[int, set[str]] | None = None) -> tuple[list[Node], list[Node]] | None:
     """``node`` as ``L name | A`` (``at_end``) or ``name L | A``, with ``L`` and ``A`` lists of
@@ -191,6 +209,7 @@ def resolve_rules(grammar: Grammar, *, deadline: float | None = None) -> Resolve
     for n in graph:
         for r, c in _tree_counts(bodies[n], counts)[1].items():
             uses[r] = uses.get(r, 0) + c
+    keep -= _inlinable_shared(grammar, graph, keep, uses)
     # Sizes after inlining, bottom up: a rule used more than once whose expansion is large
     # stays a call, so a DAG of small rules (a tree unrolled per depth) cannot blow up.
     expanded: dict[str, int] = {}

@@ -22,6 +22,7 @@ from maskc.compiler.frontends.json_schema import schema_to_ir
 from maskc.compiler.frontends.json_schema.refs import has_ref
 from maskc.compiler.ir import Grammar
 from maskc.compiler.options import CompileOptions, parse_whitespace
+from maskc.compiler.rules import resolve_rules
 from maskc.compiler.vocab import Vocabulary
 
 Gen = Callable[[random.Random, int], Any]
@@ -97,16 +98,30 @@ MUTUAL: dict[str, Any] = {
     },
     "$ref": "#/$defs/A",
 }
+# B is entered through A and used twice: one rule, called from both places, not two copies
+SHARED_CYCLE: dict[str, Any] = {
+    "$defs": {
+        "A": {"type": "object", "properties": {"b": {"$ref": "#/$defs/B"}, "c": {"$ref": "#/$defs/B"}},
+              "additionalProperties": False},
+        "B": {"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}, "s": {"type": "string", "maxLength": 40}},
+              "additionalProperties": False},
+    },
+    "type": "object", "properties": {"x": {"$ref": "#/$defs/A"}, "y": {"$ref": "#/$defs/A"}},
+    "additionalProperties": False,
+}
 
 # (schema, start rule, rule names) under compact and flexible whitespace
-RECURSIVE: dict[str, tuple[dict[str, Any], str, set[str]]] = {
-    "tree": (TREE, "#/$defs/tree", {"#/$defs/tree"}),
-    "linked_list": (LINKED_LIST, "root", {"root", "#/$defs/node"}),
-    "comments": (COMMENTS, "root", {"root", "#/$defs/comment"}),
-    "json_ld": (JSON_LD, "root", {"root", "#/$defs/node"}),
-    "free_form": (FREE_FORM, "root", {"root", "any"}),
-    "root_ref": (ROOT_REF, "#", {"#"}),
-    "mutual": (MUTUAL, "#/$defs/A", {"#/$defs/A"}),  # B has no cycle of its own: inlined
+# (schema, start rule, the front end's rules, the rules left after resolution)
+RECURSIVE: dict[str, tuple[dict[str, Any], str, set[str], set[str]]] = {
+    "tree": (TREE, "#/$defs/tree", {"#/$defs/tree"}, {"#/$defs/tree"}),
+    "linked_list": (LINKED_LIST, "root", {"root", "#/$defs/node"}, {"root", "#/$defs/node"}),
+    "comments": (COMMENTS, "root", {"root", "#/$defs/comment"}, {"root", "#/$defs/comment"}),
+    "json_ld": (JSON_LD, "root", {"root", "#/$defs/node"}, {"root", "#/$defs/node"}),
+    "free_form": (FREE_FORM, "root", {"root", "any"}, {"root", "any"}),
+    "root_ref": (ROOT_REF, "#", {"#"}, {"#"}),
+    # B lies on A's cycle, so it is a rule; used once, from A, it is inlined there
+    "mutual": (MUTUAL, "#/$defs/A", {"#/$defs/A", "#/$defs/B"}, {"#/$defs/A"}),
+    "shared": (SHARED_CYCLE, "root", {"root", "#/$defs/A", "#/$defs/B"}, {"root", "#/$defs/A", "#/$defs/B"}),
 }
 
 
@@ -146,11 +161,12 @@ def test_regular_schema_is_one_rule_equal_to_its_inlined_form(ws: str) -> None:
 @pytest.mark.parametrize("ws", ["compact", "flexible:2"])
 @pytest.mark.parametrize("name", list(RECURSIVE))
 def test_recursive_schemas_become_rules(name: str, ws: str) -> None:
-    schema, start, rules = RECURSIVE[name]
+    schema, start, rules, resolved = RECURSIVE[name]
     g = grammar_of(schema, ws)
     assert g.start == start and g.rules[0][0] == start
     assert {n for n, _ in g.rules} == rules
     assert any(has_ref(body) for _, body in g.rules)
+    assert set(resolve_rules(g).names) == resolved
 
 
 def test_free_form_root_is_the_any_rule() -> None:
@@ -347,6 +363,23 @@ def gen_mutual(rng: random.Random, depth: int) -> Any:
     return a
 
 
+def gen_shared_a(rng: random.Random, depth: int) -> Any:
+    a: dict[str, Any] = {}
+    for key in ("b", "c"):
+        if depth > 0 and rng.random() < 0.5:
+            a[key] = gen_shared_b(rng, depth - 1)
+    return a
+
+
+def gen_shared_b(rng: random.Random, depth: int) -> Any:
+    b: dict[str, Any] = {}
+    if rng.random() < 0.7:
+        b["a"] = gen_shared_a(rng, depth)
+    if rng.random() < 0.7:
+        b["s"] = _word(rng) * rng.randint(1, 4)  # up to the 40 characters of maxLength, and past them
+    return b
+
+
 GENERATORS: dict[str, Gen] = {
     "tree": gen_tree,
     "linked_list": lambda rng, d: {"head": gen_list_node(rng, d)},
@@ -356,6 +389,7 @@ GENERATORS: dict[str, Gen] = {
                                  **({"tags": [gen_any(rng, d - 2) for _ in range(rng.randint(0, 2))]} if rng.random() < 0.5 else {})},
     "root_ref": gen_root_ref,
     "mutual": gen_mutual,
+    "shared": lambda rng, d: {k: gen_shared_a(rng, d - 1) for k in ("x", "y") if rng.random() < 0.8},
 }
 
 

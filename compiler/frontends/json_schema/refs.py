@@ -240,7 +240,15 @@ class RefsMixin(Base):
             return RuleRef(rname)
         if any(k == key for k, _ in self.active):
             self.recursive.add(key)
+            self.shared.discard(key)  # reached again itself: a rule of its own
             if not self.pretty:
+                # Every target being expanded since ``key`` lies on its cycle: each becomes a
+                # rule too, so that its other uses call it rather than inline another copy.
+                at = max(i for i, (k, _) in enumerate(self.active) if k == key)
+                for k, _ in self.active[at + 1 :]:
+                    if k not in self.recursive:
+                        self.recursive.add(k)
+                        self.shared.add(k)
                 return RuleRef(rname)  # the rule is being built by the expansion on the stack
         if self.pretty and key in self.recursive and depth > self.options.max_depth:
             return NOTHING  # pretty: nesting beyond max_depth is not generated (sound)
@@ -251,6 +259,8 @@ class RefsMixin(Base):
             self.active.pop()
         if key in self.recursive:
             self.rules[rname] = body
+            if key in self.shared:
+                self.shared_rules.add(rname)
             return RuleRef(rname)
         return body
 
@@ -306,7 +316,7 @@ class RefsMixin(Base):
                 if r not in order:
                     order.append(r)
             i += 1
-        return Grammar(start, tuple((n, rules[n]) for n in order))
+        return Grammar(start, tuple((n, rules[n]) for n in order), frozenset(self.shared_rules - {start}))
 
 
 def has_ref(node: Node) -> bool:
