@@ -414,10 +414,19 @@ def _shortest(rows: list[list[int]], acc: list[bool]) -> int:
 
 
 def _item_dfa(nfa: Nfa, node: Node) -> Dfa:
+    """The minimal DFA of ``node``, built within what is left of ``nfa``'s state budget.
+
+    Raises:
+        StateLimitExceeded: past that budget, reported against the whole budget (the limit a
+            user set and can raise), not against the part of it that was left.
+    """
     # Local import: product.py depends on this module for the NFA construction.
     from maskc.compiler.product import operand_dfa
 
-    return operand_dfa(node, max_states=max(1, nfa.max_states - nfa.size), deadline=nfa.deadline)
+    try:
+        return operand_dfa(node, max_states=max(1, nfa.max_states - nfa.size), deadline=nfa.deadline)
+    except StateLimitExceeded as e:
+        raise StateLimitExceeded("NFA states", limit=nfa.max_states, pointer=e.pointer or "") from None
 
 
 def _as_automaton(dfa: Dfa) -> Automaton:
@@ -646,9 +655,7 @@ def _build_counted_product(nfa: Nfa, node: Product, start: int, end: int) -> boo
     di = _item_dfa(nfa, rep.item)
     if _count_plan(di, rep.min, rep.max, nfa.horizon) is None or bool((di.trans == 0).any()):
         return False  # (an item state 0 is re-entered within: a pair (state, 0) would not be a boundary)
-    from maskc.compiler.product import operand_dfa
-
-    da = operand_dfa(node.a, max_states=max(1, nfa.max_states - nfa.size), deadline=nfa.deadline)
+    da = _item_dfa(nfa, node.a)
     byte_class, classes = _pair_classes(da, di)
     room = _finish_room(da, di, classes, nfa.deadline)
     plan = None if room is None else _count_plan(di, rep.min, rep.max, nfa.horizon, room)
@@ -719,17 +726,12 @@ def _build_counted_product(nfa: Nfa, node: Product, start: int, end: int) -> boo
 
 
 def _build_product(nfa: Nfa, node: Product, start: int, end: int) -> None:
-    # Local import: dfa.py depends on this module for the Nfa type.
-    from maskc.compiler.product import operand_dfa
-
     if nfa.horizon is not None and _build_counted_product(nfa, node, start, end):
         return
-    limit = max(1, nfa.max_states - nfa.size)
-    dl = nfa.deadline
     if _has_ref(node.a) or _has_ref(node.b):
         raise GrammarError("an intersection or difference of languages cannot involve a recursive rule")
-    da = operand_dfa(node.a, max_states=limit, deadline=dl)
-    db = operand_dfa(node.b, max_states=limit, deadline=dl)
+    da = _item_dfa(nfa, node.a)
+    db = _item_dfa(nfa, node.b)
     byte_class, classes = _pair_classes(da, db)
     runs = _class_runs(byte_class, len(classes))
     ta, tb = da.trans.tolist(), db.trans.tolist()

@@ -23,6 +23,7 @@ from maskc.artifacts.io import save_bytes
 from maskc.compiler import pipeline
 from maskc.compiler.analysis import worst_case_length
 from maskc.compiler.counters import Counters
+from maskc.compiler.errors import StateLimitExceeded
 from maskc.compiler.nfa import _loop_plan
 from maskc.compiler.vocab import Vocabulary
 
@@ -410,3 +411,17 @@ def test_loops_keep_what_the_tokens_can_complete_from_a_bound(schema: dict[str, 
         for item in ("{}", "[]"):
             data = ("[" + ",".join([item] * n) + "]").encode()
             assert counted.dfa.accepts(data) == unrolled.dfa.accepts(data), (schema, n)
+
+
+@pytest.mark.parametrize("limit", [500, 600])
+def test_an_item_past_the_state_budget_reports_the_budget_set(limit: int, toy_vocab: Vocabulary) -> None:
+    # The counted item's DFA is built within what the states before it left of the budget;
+    # the error names the budget a user set (and can raise), not the part of it that was left.
+    schema = {"type": "object", "additionalProperties": False, "required": ["a", "b"],
+              "properties": {"a": {"type": "string", "maxLength": 30},
+                             "b": {"type": "array", "items": {"type": "string", "pattern": "^[a-f0-9]{200}$"},
+                                   "maxItems": 1000}}}
+    opts = maskc.CompileOptions(limits=maskc.Limits(max_states=5000, max_nfa_states=limit))
+    with pytest.raises(StateLimitExceeded) as err:
+        maskc.compile_json_schema(schema, toy_vocab, options=opts)
+    assert err.value.limit == limit and f"limit of {limit}" in str(err.value)
