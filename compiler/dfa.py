@@ -8,7 +8,7 @@ pruned DFA can reach an accepting state, so a missing transition is the only way
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NewType
 
 import numpy as np
@@ -37,6 +37,7 @@ class Dfa:
     byte_class: NDArray[np.uint8]  # [256] byte -> class
     accepting: NDArray[np.bool_]  # [states]
     counters: Counters | None = None  # counted loops (None: the table is the whole automaton)
+    _classes: bytes = field(init=False, repr=False, compare=False)  # byte_class as a bytes.translate table
 
     def __post_init__(self) -> None:
         if self.trans.ndim != 2 or self.trans.dtype != np.int32:
@@ -56,6 +57,7 @@ class Dfa:
             raise ValueError("counters need one entry per state")
         for arr in (self.trans, self.byte_class, self.accepting):
             arr.setflags(write=False)
+        object.__setattr__(self, "_classes", self.byte_class.tobytes())
 
     @property
     def num_states(self) -> int:
@@ -75,9 +77,9 @@ class Dfa:
         Byte transitions only: a counted loop (:attr:`counters`) is walked as an endless
         loop, which is what a token's mask needs (no token can reach a loop's exit); the
         exact walk, with counts, is :meth:`maskc.compiler.counters.Counters.walk`."""
-        step, klass = self.trans.item, self.byte_class.item  # Python ints: no numpy scalar per byte
-        for b in data:
-            state = step(state, klass(b))
+        step = self.trans.item  # Python ints: no numpy scalar per byte
+        for c in data.translate(self._classes):
+            state = step(state, c)
             if state < 0:
                 return DEAD
         return state
