@@ -393,7 +393,7 @@ class PushdownRuntime:
         # an accepting state met a byte), or None when a state on the way makes a call
         self._flat_steps: dict[tuple[int, int], tuple[int, int, bool] | None] = {}
         self._table = pda.dfa.trans
-        self._class_of = bytes(self.byte_class)  # bytes.translate: byte -> its class
+        self._class_of = pda.dfa.class_table  # bytes.translate: byte -> its class
         self._kinds: Sequence[int] | None = None
         self._needs: Sequence[int] | None = None
         self._no_uncertain: Sequence[int] | None = None

@@ -37,7 +37,7 @@ class Dfa:
     byte_class: NDArray[np.uint8]  # [256] byte -> class
     accepting: NDArray[np.bool_]  # [states]
     counters: Counters | None = None  # counted loops (None: the table is the whole automaton)
-    _classes: bytes = field(init=False, repr=False, compare=False)  # byte_class as a bytes.translate table
+    class_table: bytes = field(init=False, repr=False, compare=False)  # byte_class as a bytes.translate table
 
     def __post_init__(self) -> None:
         if self.trans.ndim != 2 or self.trans.dtype != np.int32:
@@ -57,7 +57,7 @@ class Dfa:
             raise ValueError("counters need one entry per state")
         for arr in (self.trans, self.byte_class, self.accepting):
             arr.setflags(write=False)
-        object.__setattr__(self, "_classes", self.byte_class.tobytes())
+        object.__setattr__(self, "class_table", self.byte_class.tobytes())
 
     @property
     def num_states(self) -> int:
@@ -78,7 +78,7 @@ class Dfa:
         loop, which is what a token's mask needs (no token can reach a loop's exit); the
         exact walk, with counts, is :meth:`maskc.compiler.counters.Counters.walk`."""
         step = self.trans.item  # Python ints: no numpy scalar per byte
-        for c in data.translate(self._classes):
+        for c in data.translate(self.class_table):
             state = step(state, c)
             if state < 0:
                 return DEAD

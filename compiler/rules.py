@@ -101,15 +101,12 @@ def _inlinable_shared(grammar: Grammar, graph: dict[str, set[str]], cyclic: set[
     its body) and adds no frame per level of nesting; every cycle still passes a rule that
     stays (the start, or the rule it is entered by from outside: referenced at least twice,
     or not a shared one)."""
-    referrers: dict[str, set[str]] = {}
-    for n, refs in graph.items():
-        for r in refs:
-            referrers.setdefault(r, set()).add(n)
     out: set[str] = set()
     for n in grammar.shared & cyclic:
-        by = referrers.get(n, set())
-        if n != grammar.start and uses.get(n, 0) == 1 and len(by) == 1 and n not in by and by <= cyclic:
-            out.add(n)
+        if n != grammar.start and uses.get(n, 0) == 1:
+            by = next(m for m, refs in graph.items() if n in refs)  # its one referrer
+            if by != n and by in cyclic:
+                out.add(n)
     return out
 
 

@@ -120,7 +120,6 @@ class Base:
         self.active: list[tuple[str, int]] = []
         self.recursive: set[str] = set()
         self.shared: set[str] = set()  # keys made rules only for lying on another key's cycle
-        self.shared_rules: set[str] = set()  # their rule names
         self.rule_names: dict[str, str] = {}  # expansion key -> rule name (depth excluded)
         self.taken_names: set[str] = set()
         self.merging: list[int] = []  # ids of the schemas whose allOf is being merged

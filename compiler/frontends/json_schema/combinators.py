@@ -591,7 +591,7 @@ class CombinatorsMixin(Base):
         dropped keyword only widens). The compile's rules are left as they were.
         """
         saved = (self.options, dict(self.rules), dict(self.rule_names), set(self.taken_names),
-                 set(self.recursive), set(self.shared), set(self.shared_rules), list(self.not_enforced),
+                 set(self.recursive), set(self.shared), list(self.not_enforced),
                  getattr(self, "_in_subject", False))
         self.options = replace(self.options, semantics="exact", lenient=True)
         self._over += 1
@@ -605,7 +605,7 @@ class CombinatorsMixin(Base):
             self._over -= 1
             self.bounded_any = bounded
             (self.options, self.rules, self.rule_names, self.taken_names, self.recursive, self.shared,
-             self.shared_rules, self.not_enforced, self._in_subject) = saved
+             self.not_enforced, self._in_subject) = saved
         return _any_order(map_refs(node, _widen))
 
     def literals(self, values: list[JsonValue], schema: dict[str, JsonValue], pointer: str, depth: int) -> Node:

@@ -259,8 +259,6 @@ class RefsMixin(Base):
             self.active.pop()
         if key in self.recursive:
             self.rules[rname] = body
-            if key in self.shared:
-                self.shared_rules.add(rname)
             return RuleRef(rname)
         return body
 
@@ -316,7 +314,8 @@ class RefsMixin(Base):
                 if r not in order:
                     order.append(r)
             i += 1
-        return Grammar(start, tuple((n, rules[n]) for n in order), frozenset(self.shared_rules - {start}))
+        shared = frozenset(self.rule_names[k] for k in self.shared) & set(order) - {start}
+        return Grammar(start, tuple((n, rules[n]) for n in order), shared)
 
 
 def has_ref(node: Node) -> bool:
