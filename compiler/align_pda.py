@@ -41,6 +41,9 @@ INLINE_DEPTH = 2  # call levels a token may enter and leave inside a state's pre
 MAX_LOCAL_STATES = 40_000  # past this the inline depth is lowered
 MAX_OUTER = 16  # configurations tracked past the frame; beyond, any byte may follow
 UNION_MAX_STATES = 16_384  # alignment automata aligned as one up to this many states in all
+# Bytes into a token past which a walk that left its frame is no longer followed through the
+# callers' return points: it goes loose (its token is uncertain, settled on the live stack).
+OUTER_HORIZON = 6
 
 Local = tuple[tuple[int, ...], int]  # (return states pushed within the token, current state)
 
@@ -120,6 +123,7 @@ def _class_groups(qs: tuple[int, ...], loose: bool, trans: list[list[int]], live
 def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_LOCAL_STATES,
                     horizon: int | None = None,
                     frames: tuple[list[list[tuple[int, int]]], list[list[int]]] | None = None,
+                    outer_horizon: int | None = None,
                     ) -> tuple[Dfa, Dfa, NDArray[np.int64], NDArray[np.int64]] | None:
     """The 'accepted' and 'accepted or uncertain' automata and each PDA state's seed in them.
 
@@ -131,6 +135,15 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
     With ``horizon`` (the longest token, in bytes), subsets are expanded only within that
     many bytes of some seed: no token walks further, so farther subsets (configurations
     that left a frame and went on through a long stretch of a caller) get no transitions.
+
+    With ``outer_horizon``, a subset that holds configurations past the frame and lies that
+    many bytes or more from its seed drops them and goes loose instead. Following them on
+    decides only whether a token that left its frame early in its bytes is uncertain or
+    rejected, and costs most of the subsets: past a frame, a walk runs on through every
+    caller's literals (the keys after an object's value) for up to ``horizon`` bytes. Loose,
+    such a token is uncertain at worst, and the runtime walks it on the live stack: sound,
+    and on real vocabularies the same masks (tokens that return and then go on for several
+    more bytes are rare), from a fraction of the subsets.
 
     ``frames``: each state's calls and return points (:meth:`Pda.all_calls`,
     :func:`_return_points`), shared by the builds of one grammar. Returns None, having built
@@ -209,6 +222,8 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
         e = e or loose
         if not (a or b or e):
             return -1
+        if b and outer_horizon is not None and here[0] >= outer_horizon:
+            b, e = no_configs, True  # (a loose walk accepts whatever follows: a superset)
         key = (a, b, e)
         j = index.get(key)
         return j if j is not None else intern(key)
@@ -328,19 +343,20 @@ def align_pda(
     horizon = max(table.max_len, 1)
     calls = pda.all_calls()
     frames = (calls, _return_points(pda, deadline, calls))
-    built = _local_automata(pda, k, deadline, horizon=horizon, frames=frames)
+    outer = OUTER_HORIZON
+    built = _local_automata(pda, k, deadline, horizon=horizon, frames=frames, outer_horizon=outer)
     while built is None and k > 1:
         k -= 1
-        built = _local_automata(pda, k, deadline, horizon=horizon, frames=frames)
+        built = _local_automata(pda, k, deadline, horizon=horizon, frames=frames, outer_horizon=outer)
     if built is None:
         k = 0
         built = _local_automata(pda, 0, deadline, limit=max(max_states, MAX_LOCAL_STATES), horizon=horizon,
-                                frames=frames)
+                                frames=frames, outer_horizon=outer)
     if built is None:
         raise StateLimitExceeded("token-alignment states of the pushdown automaton", limit=max(max_states, MAX_LOCAL_STATES))
     d_local, d_any, seed_local, seed_any = built
     flat_built = built if k == 0 else _local_automata(pda, 0, deadline, limit=max(max_states, MAX_LOCAL_STATES),
-                                                      horizon=horizon, frames=frames)
+                                                      horizon=horizon, frames=frames, outer_horizon=outer)
     if flat_built is None:
         raise StateLimitExceeded("token-alignment states of the pushdown automaton", limit=max(max_states, MAX_LOCAL_STATES))
     d_flat, seed_flat = flat_built[0], flat_built[2]

@@ -160,13 +160,19 @@ def test_masks_match_the_oracle(name: str, grammar: Grammar, cfg: Cfg, start: st
 
     if not union:  # the alignment automata of a large grammar: aligned one by one
         monkeypatch.setattr(align_pda, "UNION_MAX_STATES", 0)
+    _check_against_oracle(_art(grammar, vocab, max_depth), cfg, start, max_depth, prefix_len, vocab)
+
+
+def _check_against_oracle(art: Artifact, cfg: Cfg, start: str, max_depth: int, prefix_len: int,
+                          vocab: Vocabulary) -> None:
+    """After every prefix of the language up to ``prefix_len`` bytes, the allowed tokens are
+    exactly those that extend it inside the language (EOS where it is complete)."""
     longest = max(len(b) for b in vocab.token_bytes)
     # Every viable string here completes within 2 * max_depth + 1 more bytes: the
     # enumeration bound leaves room for the prefix, the longest token and a completion.
     bound = prefix_len + longest + 2 * max_depth + 1
     language = enumerate_language(cfg, start, max_depth, bound)
     prefixes = {w[:i] for w in language for i in range(len(w) + 1)}
-    art = _art(grammar, vocab, max_depth)
     checked = 0
     for p in sorted(x for x in prefixes if len(x) <= prefix_len):
         m = art.matcher()
@@ -183,6 +189,35 @@ def test_masks_match_the_oracle(name: str, grammar: Grammar, cfg: Cfg, start: st
         assert set(np.flatnonzero(bits).tolist()) == expected
         checked += 1
     assert checked >= 10
+
+
+def _ids(art: Artifact, masks: Any) -> list[set[int]]:
+    return [set(art.masks.allowed_ids(int(m)).tolist()) for m in masks]
+
+
+@pytest.mark.parametrize("name,grammar,cfg,start,max_depth,prefix_len", CASES, ids=[c[0] for c in CASES])
+def test_walks_past_the_frame_cut_loose_early_keep_the_masks_exact(
+        name: str, grammar: Grammar, cfg: Cfg, start: str, max_depth: int, prefix_len: int, vocab: Vocabulary,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A walk that left its frame goes loose after ``OUTER_HORIZON`` bytes of its token: its
+    token is uncertain rather than decided at compile time, and the runtime settles it on
+    the live stack. At the loosest cut (every walk loose as soon as it leaves its frame),
+    the accepted masks are unchanged, the uncertain ones only grow, and every mask the
+    matcher gives is still exactly the oracle's."""
+    from maskc.compiler import align_pda
+
+    monkeypatch.setattr(align_pda, "OUTER_HORIZON", None)
+    followed = _art(grammar, vocab, max_depth)
+    monkeypatch.setattr(align_pda, "OUTER_HORIZON", 1)
+    loose = _art(grammar, vocab, max_depth)
+    assert loose.inline_depth == followed.inline_depth
+    assert _ids(loose, loose.state_mask) == _ids(followed, followed.state_mask)
+    assert _ids(loose, loose.flat_mask) == _ids(followed, followed.flat_mask)
+    grown = [a - b for a, b in zip(_ids(loose, loose.uncertain_mask), _ids(followed, followed.uncertain_mask))]
+    assert all(not (b - a) for a, b in zip(_ids(loose, loose.uncertain_mask), _ids(followed, followed.uncertain_mask)))
+    if name in ("arrays", "objects"):  # tokens that close a frame and go on ("],[", "}]},")
+        assert any(grown), "the loose cut changed nothing: it was not applied"
+    _check_against_oracle(loose, cfg, start, max_depth, prefix_len, vocab)
 
 
 @pytest.mark.parametrize("name,grammar,cfg,start,max_depth,prefix_len", CASES[:3], ids=[c[0] for c in CASES[:3]])
@@ -336,8 +371,10 @@ def test_alignment_stops_at_the_longest_token(toy_vocab: Vocabulary, monkeypatch
     real = align_pda._local_automata
 
     def spy(kind: str, bound: bool):  # type: ignore[no-untyped-def]
-        def run(pda, k, deadline, limit=align_pda.MAX_LOCAL_STATES, horizon=None, frames=None):  # type: ignore[no-untyped-def]
-            got = real(pda, k, deadline, limit=limit, horizon=horizon if bound else None, frames=frames)
+        def run(pda, k, deadline, limit=align_pda.MAX_LOCAL_STATES, horizon=None, frames=None,  # type: ignore[no-untyped-def]
+                outer_horizon=None):
+            got = real(pda, k, deadline, limit=limit, horizon=horizon if bound else None, frames=frames,
+                       outer_horizon=outer_horizon)
             if got is not None:
                 sizes[kind].append(got[1].num_states)
             return got
@@ -354,6 +391,47 @@ def test_alignment_stops_at_the_longest_token(toy_vocab: Vocabulary, monkeypatch
     assert max(sizes["bounded"]) < max(sizes["unbounded"])
     m = bounded.matcher()
     assert m.accept_string(b'{"d":{"x":[1,{}]},"u":"' + b"ab" * 20 + b'"}') and m.can_terminate()
+
+
+def test_walks_past_a_frame_go_loose_after_a_few_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a nested value returns, the 'accepted or uncertain' automaton stops following
+    the walk through the callers' long keys a few bytes into the token: far fewer states,
+    the same masks (no token here returns and then spells 6 more bytes; the long ones make
+    walks of up to 29 bytes worth following otherwise)."""
+    import maskc
+    from maskc.compiler import align_pda
+
+    vocab = Vocabulary.from_tokens(
+        TOKENS + ['"a_rather_long_key_name":', '"another_long_key_name_here":', "long_key", "},", "}}"],
+        eos="<eos>", name="pda-long", vocab_size=len(TOKENS) + 8)
+
+    schema = {"type": "object", "properties": {
+        "child": {"$ref": "#"}, "list": {"type": "array", "items": {"$ref": "#"}},
+        "a_rather_long_key_name": {"type": "integer"}, "another_long_key_name_here": {"type": "boolean"}}}
+    opts = CompileOptions(semantics="exact")
+    sizes: dict[str, list[int]] = {"cut": [], "followed": []}
+    real = align_pda._local_automata
+
+    def spy(kind: str):  # type: ignore[no-untyped-def]
+        def run(pda, k, deadline, limit=align_pda.MAX_LOCAL_STATES, horizon=None, frames=None,  # type: ignore[no-untyped-def]
+                outer_horizon=None):
+            got = real(pda, k, deadline, limit=limit, horizon=horizon, frames=frames, outer_horizon=outer_horizon)
+            if got is not None:
+                sizes[kind].append(got[1].num_states)
+            return got
+        return run
+
+    monkeypatch.setattr(align_pda, "_local_automata", spy("cut"))
+    cut = maskc.compile_json_schema(schema, vocab, options=opts, cache=False)
+    monkeypatch.setattr(align_pda, "OUTER_HORIZON", None)
+    monkeypatch.setattr(align_pda, "_local_automata", spy("followed"))
+    followed = maskc.compile_json_schema(schema, vocab, options=opts, cache=False)
+    assert cut.is_pushdown and cut.inline_depth == followed.inline_depth > 0
+    assert cut.to_bytes() == followed.to_bytes()
+    assert max(sizes["cut"]) < 0.6 * max(sizes["followed"]), sizes
+    m = cut.matcher()
+    assert m.accept_string(b'{"list":[{"child":{}},{}],"a_rather_long_key_name":1}') and m.can_terminate()
+    assert not cut.matcher().accept_string(b'{"list":[{}],"a_rather_long_key_name":true')
 
 
 def test_alignment_automata_give_one_artifact_aligned_as_one_or_one_by_one(
