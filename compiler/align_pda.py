@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from array import array
-from collections.abc import Callable, Set
+from collections.abc import Callable, Mapping, Set
 
 import numpy as np
 from numpy.typing import NDArray
@@ -96,7 +96,24 @@ def _return_points(pda: Pda, deadline: float | None = None,
 Subset = tuple[frozenset[Local], frozenset[Local], bool]  # (inside the frame, past it, loose)
 
 
-def _class_groups(qs: tuple[int, ...], loose: bool, trans: list[list[int]], live_classes: list[list[int]],
+class _Rows(dict[int, list[int]]):
+    """Rows of a table as lists, converted as they are first read (a large grammar's
+    plain states are stepped in bulk and never read here)."""
+
+    def __init__(self, table: NDArray[np.int32], live: bool = False) -> None:
+        super().__init__()
+        self.table = table
+        self.live = live
+
+    def __missing__(self, q: int) -> list[int]:
+        row: list[int] = self.table[q].tolist()
+        if self.live:  # the classes the state can take
+            row = [c for c, t in enumerate(row) if t >= 0]
+        self[q] = row
+        return row
+
+
+def _class_groups(qs: tuple[int, ...], loose: bool, trans: Mapping[int, list[int]], live_classes: Mapping[int, list[int]],
                   nclasses: int) -> list[tuple[dict[int, int], list[int]]]:
     """The classes that some state of ``qs`` can take (all of them when ``loose``), grouped
     by their column of successors, in order of each group's first class: per group, each
@@ -152,7 +169,7 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
     if pda.num_states > limit:
         return None
     calls, returns = frames if frames is not None else (pda.all_calls(), _return_points(pda, deadline))
-    trans = pda.dfa.trans.tolist()
+    trans = _Rows(pda.dfa.trans)
     accepting = pda.dfa.accepting.tolist()
     starts = pda.rule_start.tolist()
     nclasses = pda.dfa.num_classes
@@ -198,7 +215,7 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
             memo[key] = got
         return got
 
-    live_classes = [[c for c, t in enumerate(row) if t >= 0] for row in trans]
+    live_classes = _Rows(pda.dfa.trans, live=True)
 
     index: dict[Subset, int] = {}
     order: list[Subset] = []
@@ -240,13 +257,37 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
     # configuration (a string's or a number's interior, a long run of copies) step through
     # these lists, without the closures and sets of the general case below.
     plain = [not calls[q] and not accepting[q] for q in range(pda.num_states)]
-    alone: list[int] = [-1] * pda.num_states  # plain state -> the id of its subset, once met
+    # plain state -> the id of its subset: its own seed
+    alone: list[int] = np.where(plain, seeds, -1).tolist() if pda.num_states else []
+    # The rows of the plain states' seeds, all at once: a class steps to the seed of a plain
+    # target, else to the closure of the target alone (one per target, at depth 1).
+    plain_q = np.flatnonzero(np.asarray(plain, dtype=np.bool_))
+    plain_rows = pda.dfa.trans[plain_q].astype(np.int64)
+    live = plain_rows >= 0
+    if plain_q.size:
+        target = np.where(live, plain_rows, 0)
+        step_to = np.asarray(alone, dtype=np.int64)
+        here[0] = 1
+        for t in np.unique(target[live & (step_to[target] < 0)]).tolist():
+            step_to[t] = successor(frozenset([((), t)]), no_configs, False)
+        plain_rows = np.where(live, step_to[target], DEAD)
+    is_plain_seed = np.zeros(len(order), dtype=np.bool_)
+    is_plain_seed[seeds[plain_q]] = True
+    bulk = is_plain_seed.tolist()
+    dead_rows = array("i", [DEAD] * nclasses).tobytes()
     i = 0
     while i < len(order):
         if len(order) > limit:
             return None
         if deadline is not None and (i & 255) == 0 and time.monotonic() > deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
+        if i < len(bulk) and bulk[i]:  # a run of them (their rows are written from plain_rows below)
+            j = i + 1
+            while j < len(bulk) and bulk[j]:
+                j += 1
+            rows.frombytes(dead_rows * (j - i))
+            i = j
+            continue
         inner, outer, esc = order[i]
         row = [DEAD] * nclasses
         if horizon is not None and depth[i] >= horizon:
@@ -294,6 +335,8 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
         rows.extend(row)
         i += 1
     any_t = np.frombuffer(rows, dtype=np.int32).reshape(len(order), nclasses).copy()
+    if plain_q.size:
+        any_t[seeds[plain_q]] = plain_rows
     # the 'accepted' automaton: the same subsets, inside configurations only
     local_ids: dict[frozenset[Local], int] = {}
     local_of = np.full(len(order), DEAD, dtype=np.int64)
