@@ -44,6 +44,7 @@ UNION_MAX_STATES = 16_384  # alignment automata aligned as one up to this many s
 # Bytes into a token past which a walk that left its frame is no longer followed through the
 # callers' return points: it goes loose (its token is uncertain, settled on the live stack).
 OUTER_HORIZON = 6
+_BULK_CHUNK = 4096  # plain states stepped per array operation (bounds the temporaries)
 
 Local = tuple[tuple[int, ...], int]  # (return states pushed within the token, current state)
 
@@ -259,18 +260,16 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
     plain = [not calls[q] and not accepting[q] for q in range(pda.num_states)]
     # plain state -> the id of its subset: its own seed
     alone: list[int] = np.where(plain, seeds, -1).tolist() if pda.num_states else []
-    # The rows of the plain states' seeds, all at once: a class steps to the seed of a plain
-    # target, else to the closure of the target alone (one per target, at depth 1).
+    # The rows of the plain states' seeds, in array steps (written after the loop): a class
+    # steps to the seed of a plain target, else to the closure of the target alone (one per
+    # target, at depth 1, interned here so that the loop expands it).
     plain_q = np.flatnonzero(np.asarray(plain, dtype=np.bool_))
-    plain_rows = pda.dfa.trans[plain_q].astype(np.int64)
-    live = plain_rows >= 0
-    if plain_q.size:
-        target = np.where(live, plain_rows, 0)
-        step_to = np.asarray(alone, dtype=np.int64)
-        here[0] = 1
-        for t in np.unique(target[live & (step_to[target] < 0)]).tolist():
+    step_to = np.append(np.asarray(alone, dtype=np.int32), np.int32(DEAD))  # the last: no target
+    here[0] = 1
+    for lo in range(0, plain_q.shape[0], _BULK_CHUNK):
+        targets = pda.dfa.trans[plain_q[lo : lo + _BULK_CHUNK]]
+        for t in np.unique(targets[(targets >= 0) & (step_to[targets] < 0)]).tolist():
             step_to[t] = successor(frozenset([((), t)]), no_configs, False)
-        plain_rows = np.where(live, step_to[target], DEAD)
     is_plain_seed = np.zeros(len(order), dtype=np.bool_)
     is_plain_seed[seeds[plain_q]] = True
     bulk = is_plain_seed.tolist()
@@ -335,8 +334,9 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
         rows.extend(row)
         i += 1
     any_t = np.frombuffer(rows, dtype=np.int32).reshape(len(order), nclasses).copy()
-    if plain_q.size:
-        any_t[seeds[plain_q]] = plain_rows
+    for lo in range(0, plain_q.shape[0], _BULK_CHUNK):
+        part = plain_q[lo : lo + _BULK_CHUNK]
+        any_t[seeds[part]] = step_to[pda.dfa.trans[part]]  # (DEAD, -1, reads the last entry: DEAD)
     # the 'accepted' automaton: the same subsets, inside configurations only
     local_ids: dict[frozenset[Local], int] = {}
     local_of = np.full(len(order), DEAD, dtype=np.int64)
