@@ -154,8 +154,8 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
     many bytes of some seed: no token walks further, so farther subsets (configurations
     that left a frame and went on through a long stretch of a caller) get no transitions.
 
-    With ``outer_horizon``, a subset that holds configurations past the frame and lies that
-    many bytes or more from its seed drops them and goes loose instead. Following them on
+    With ``outer_horizon``, a subset that holds configurations past the frame, reached that
+    many bytes or more from the nearest seed, drops them and goes loose instead. Following them on
     decides only whether a token that left its frame early in its bytes is uncertain or
     rejected, and costs most of the subsets: past a frame, a walk runs on through every
     caller's literals (the keys after an object's value) for up to ``horizon`` bytes. Loose,
@@ -280,7 +280,7 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
             return None
         if deadline is not None and (i & 255) == 0 and time.monotonic() > deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
-        if i < len(bulk) and bulk[i]:  # a run of them (their rows are written from plain_rows below)
+        if i < len(bulk) and bulk[i]:  # a run of plain seeds: their rows are written from step_to below
             j = i + 1
             while j < len(bulk) and bulk[j]:
                 j += 1
