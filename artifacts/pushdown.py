@@ -36,6 +36,7 @@ from numpy.typing import NDArray
 from maskc.artifacts.matcher import (attached_vocab, bitmask_rows, check_rollback, check_token_id, grammar_tag,
                                      string_bytes, whole_chars, zero_row)
 from maskc.compiler.maskstore import KIND_ALLOW, bitmask_words
+from maskc.compiler.pda import LazyRows
 
 if TYPE_CHECKING:
     from maskc.artifacts.artifact import Artifact
@@ -317,20 +318,6 @@ def _set_bits(row: NDArray[np.int32], vocab_size: int) -> NDArray[np.int64]:
     return ids[ids < vocab_size] if ids[-1] >= vocab_size else ids
 
 
-class _Rows(dict[int, Any]):
-    """``table[q]`` as a Python list (or scalar), converted on first use: a runtime pays for
-    the states it visits, not for the whole table."""
-
-    def __init__(self, table: NDArray[Any]) -> None:
-        super().__init__()
-        self.table = table
-
-    def __missing__(self, q: int) -> Any:
-        value = self.table[q].tolist()
-        self[q] = value
-        return value
-
-
 class _Calls(dict[int, list[tuple[int, int]]]):
     """``(callee rule, return state)`` per state, from the CSR call tables, on first use."""
 
@@ -356,12 +343,12 @@ class PushdownRuntime:
         self.art = art
         # per-state tables, converted as states are visited (nothing proportional to the
         # automaton is built before the first mask)
-        self.trans: dict[int, list[int]] = _Rows(pda.dfa.trans)
+        self.trans: dict[int, list[int]] = LazyRows(pda.dfa.trans)
         self.byte_class: list[int] = pda.dfa.byte_class.tolist()
-        self.accepting: dict[int, bool] = _Rows(pda.dfa.accepting)
+        self.accepting: dict[int, bool] = LazyRows(pda.dfa.accepting)
         self.calls: dict[int, list[tuple[int, int]]] = _Calls(pda.call_offsets, pda.call_rule, pda.call_return)
         self.starts: list[int] = pda.rule_start.tolist()
-        self.need: dict[int, int] = _Rows(pda.need)
+        self.need: dict[int, int] = LazyRows(pda.need)
         self.max_depth = art.max_depth
         # every state can finish (the automaton is pruned), so every need is finite
         max_need = int(pda.need.max()) if pda.num_states else 0

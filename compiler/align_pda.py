@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 from maskc.compiler.align import TokenTable, align
 from maskc.compiler.dfa import DEAD, Dfa
 from maskc.compiler.errors import StateLimitExceeded, TimeLimitExceeded
-from maskc.compiler.pda import Pda
+from maskc.compiler.pda import LazyRows, Pda
 
 __all__ = ["align_pda", "PdaMasks", "INLINE_DEPTH"]
 
@@ -97,21 +97,13 @@ def _return_points(pda: Pda, deadline: float | None = None,
 Subset = tuple[frozenset[Local], frozenset[Local], bool]  # (inside the frame, past it, loose)
 
 
-class _Rows(dict[int, list[int]]):
-    """Rows of a table as lists, converted as they are first read (a large grammar's
-    plain states are stepped in bulk and never read here)."""
-
-    def __init__(self, table: NDArray[np.int32], live: bool = False) -> None:
-        super().__init__()
-        self.table = table
-        self.live = live
+class _LiveClasses(LazyRows):
+    """The classes each state can take, listed on first use."""
 
     def __missing__(self, q: int) -> list[int]:
-        row: list[int] = self.table[q].tolist()
-        if self.live:  # the classes the state can take
-            row = [c for c, t in enumerate(row) if t >= 0]
-        self[q] = row
-        return row
+        value: list[int] = np.flatnonzero(self.table[q] >= 0).tolist()
+        self[q] = value
+        return value
 
 
 def _class_groups(qs: tuple[int, ...], loose: bool, trans: Mapping[int, list[int]], live_classes: Mapping[int, list[int]],
@@ -170,7 +162,7 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
     if pda.num_states > limit:
         return None
     calls, returns = frames if frames is not None else (pda.all_calls(), _return_points(pda, deadline))
-    trans = _Rows(pda.dfa.trans)
+    trans = LazyRows(pda.dfa.trans)  # (a large grammar's plain states are stepped in bulk, never read here)
     accepting = pda.dfa.accepting.tolist()
     starts = pda.rule_start.tolist()
     nclasses = pda.dfa.num_classes
@@ -216,7 +208,7 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
             memo[key] = got
         return got
 
-    live_classes = _Rows(pda.dfa.trans, live=True)
+    live_classes = _LiveClasses(pda.dfa.trans)
 
     index: dict[Subset, int] = {}
     order: list[Subset] = []

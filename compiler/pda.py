@@ -20,6 +20,7 @@ from __future__ import annotations
 import heapq
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,9 +32,23 @@ from maskc.compiler.nfa import lower_rules
 from maskc.compiler.options import CompileOptions
 from maskc.compiler.rules import ResolvedRules
 
-__all__ = ["Pda", "build_pda", "NEED_INF"]
+__all__ = ["Pda", "build_pda", "NEED_INF", "LazyRows"]
 
 NEED_INF = 1 << 30
+
+
+class LazyRows(dict[int, Any]):
+    """``table[q]`` as a Python list (or scalar), converted on first use: whoever reads a
+    large automaton row by row pays for the states it reads, not for the whole table."""
+
+    def __init__(self, table: NDArray[Any]) -> None:
+        super().__init__()
+        self.table = table
+
+    def __missing__(self, q: int) -> Any:
+        value = self.table[q].tolist()
+        self[q] = value
+        return value
 
 
 @dataclass(frozen=True, slots=True)
