@@ -30,8 +30,8 @@ from numpy.typing import NDArray
 from maskc.compiler.dfa import Dfa
 from maskc.compiler.errors import TimeLimitExceeded
 from maskc.compiler.minimize import refine
-from maskc.compiler.trie import (ClassTrie, TokenTrie, build_trie, byte_class_trie, class_trie, loop_region, sink_table,
-                                 walk_dense, walk_loops, walk_shared, walk_sparse, first_node)
+from maskc.compiler.trie import (ClassTrie, PairMemo, TokenTrie, build_trie, byte_class_trie, class_trie, first_node,
+                                 loop_region, sink_table, walk_dense, walk_loops, walk_memo, walk_sparse)
 
 __all__ = ["ClassSeqs", "class_sequences", "align", "TokenTable", "SHORT_TOKEN"]
 
@@ -306,37 +306,74 @@ def _heads(flat: NDArray[np.int64], offsets: NDArray[np.int64], lengths: NDArray
     return out
 
 
-def _batch_allowed(dfa: Dfa, seqs: ClassSeqs, states: NDArray[np.int64], budget: int = 1 << 21) -> list[NDArray[np.int64]]:
-    """Allowed sequences for many (narrow) states at once: one walk over (state, sequence) pairs.
+class _SeqMemo:
+    """The long sequences allowed below each (first class, state it leads to), kept across
+    the batches of one alignment; ``canon`` maps a state (and -1, dead, to itself) to its
+    representative among those no sequence past its first class tells apart."""
 
-    Only sequences whose first class is live in a state are paired with it; batches keep
-    the pair count under ``budget`` so memory stays bounded.
-    """
-    out: list[NDArray[np.int64]] = [np.zeros(0, dtype=np.int64) for _ in range(states.shape[0])]
-    if not states.size or not seqs.lengths.size:
-        return out
+    def __init__(self, canon: NDArray[np.int64]) -> None:
+        self.canon = canon
+        self.index: dict[int, int] = {}
+        self.parts: list[NDArray[np.int64]] = []
+        self.flat = np.zeros(0, dtype=np.int64)
+        self.start = np.zeros(1, dtype=np.int64)
+
+    def extend(self, found: list[NDArray[np.int64]]) -> None:
+        self.parts.extend(found)
+        lens = np.asarray([0] + [f.shape[0] for f in found], dtype=np.int64)
+        self.start = np.concatenate([self.start, self.start[-1] + np.cumsum(lens)[1:]])
+        self.flat = np.concatenate([self.flat, *found]) if found else self.flat
+
+
+def _batch_allowed(dfa: Dfa, seqs: ClassSeqs, states: NDArray[np.int64], memo: _SeqMemo,
+                  budget: int = 1 << 21) -> list[NDArray[np.int64]]:
+    """Allowed sequences for many states at once. A sequence's fate depends only on the state
+    its first class leads to, so each (first class, representative) pair that ``memo`` lacks
+    is walked once, from the first state of ``states`` that leads there (one walk over the
+    pairs' candidate sequences, in batches of at most ``budget``), and every state reads the
+    pairs of its live first classes."""
+    k = int(states.shape[0])
     counts = seqs.first_start[1:] - seqs.first_start[:-1]  # [classes]
-    live = dfa.trans[states] >= 0  # [k, classes]
-    per_state = (live * counts[None, :]).sum(axis=1)
-    start = 0
-    while start < states.shape[0]:
-        stop, total = start, 0
-        while stop < states.shape[0] and (stop == start or total + int(per_state[stop]) <= budget):
-            total += int(per_state[stop])
-            stop += 1
-        ks, cs = np.nonzero(live[start:stop])
-        lens = counts[cs]
-        owner = np.repeat(ks, lens)
-        base = np.repeat(seqs.first_start[cs] - (np.cumsum(lens) - lens), lens)
-        cand = seqs.by_first[base + np.arange(int(lens.sum()), dtype=np.int64)]
-        ok_owner, ok_seq = _walk_headed(dfa.trans, seqs, cand, owner, states[start:stop])
-        order = np.argsort(ok_owner, kind="stable")
-        ok_owner, ok_seq = ok_owner[order], ok_seq[order]
-        bounds = np.searchsorted(ok_owner, np.arange(stop - start + 1))
-        for j in range(stop - start):
-            out[start + j] = ok_seq[bounds[j] : bounds[j + 1]]
-        start = stop
-    return out
+    nxt = dfa.trans[states]
+    ks, cs = np.nonzero((nxt >= 0) & (counts[None, :] > 0))
+    if not ks.size:
+        return [np.zeros(0, dtype=np.int64) for _ in range(k)]
+    n = dfa.num_states
+    key = cs * (n + 1) + memo.canon[nxt[ks, cs]]
+    uniq, inv = np.unique(key, return_inverse=True)
+    inv = np.asarray(inv, dtype=np.int64).reshape(-1)
+    ids = np.fromiter((memo.index.get(x, -1) for x in uniq.tolist()), dtype=np.int64, count=uniq.shape[0])
+    new = np.flatnonzero(ids < 0)
+    if new.size:
+        first = np.empty(uniq.shape[0], dtype=np.int64)
+        first[inv[::-1]] = np.arange(inv.shape[0] - 1, -1, -1, dtype=np.int64)  # first pair of each key
+        pick = first[new]
+        rep_states, rep_cls = states[ks[pick]], cs[pick]
+        lens_all = counts[rep_cls]
+        found: list[NDArray[np.int64]] = []
+        lo = 0
+        while lo < new.shape[0]:  # pairs in batches of at most ``budget`` walks
+            hi = lo + 1 + int(np.searchsorted(np.cumsum(lens_all[lo + 1 :]), budget - int(lens_all[lo]), side="right"))
+            lens = lens_all[lo:hi]
+            owner = np.repeat(np.arange(hi - lo, dtype=np.int64), lens)
+            base = np.repeat(seqs.first_start[rep_cls[lo:hi]] - (np.cumsum(lens) - lens), lens)
+            cand = seqs.by_first[base + np.arange(int(lens.sum()), dtype=np.int64)]
+            ok_owner, ok_seq = _walk_headed(dfa.trans, seqs, cand, owner, rep_states[lo:hi])
+            order = np.argsort(ok_owner, kind="stable")
+            ok_owner, ok_seq = ok_owner[order], ok_seq[order]
+            bounds = np.searchsorted(ok_owner, np.arange(hi - lo + 1)).tolist()
+            found.extend(ok_seq[bounds[j] : bounds[j + 1]] for j in range(hi - lo))
+            lo = hi
+        ids[new] = len(memo.parts) + np.arange(new.shape[0], dtype=np.int64)
+        memo.index.update(zip(uniq[new].tolist(), ids[new].tolist()))
+        memo.extend(found)
+    pid = ids[inv]
+    st = memo.start[pid]
+    ln = memo.start[pid + 1] - st
+    total = int(ln.sum())
+    vals = memo.flat[np.repeat(st - (np.cumsum(ln) - ln), ln) + np.arange(total, dtype=np.int64)]
+    bounds = np.searchsorted(np.repeat(ks, ln), np.arange(k + 1)).tolist()  # (ks ascends)
+    return [vals[bounds[j] : bounds[j + 1]] for j in range(k)]
 
 
 def _walk_headed(
@@ -429,7 +466,8 @@ def _wide(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64]) -> NDArray[np.bo
 
 def _short_allowed(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64], flat_trans: NDArray[np.int64],
                    node_class: NDArray[np.int64], ctries: list[ClassTrie], many_wide: bool,
-                   deadline: float | None, blocks: NDArray[np.int64]) -> list[NDArray[np.int32] | NDArray[np.uint8]]:
+                   deadline: float | None, blocks: NDArray[np.int64],
+                   memos: dict[int, PairMemo], canon: NDArray[np.int64] | None) -> list[NDArray[np.int32] | NDArray[np.uint8]]:
     """Per state: the short tokens it allows (indices into the trie's tokens), packed (:func:`_pack`).
 
     The walks run over the trie labelled by class (built on first need into ``ctries``:
@@ -438,9 +476,11 @@ def _short_allowed(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64], flat_tr
     (a quarter of the tokens or more survive the first byte) that loop on the first byte
     of most tokens (string interiors) are grouped by their looping classes and walk only
     past the first byte that leaves the loop; other wide states step every node, together
-    (:func:`walk_shared`: one walk per distinct successor of a first byte, which states
+    (:func:`walk_memo`: one walk per distinct successor of a first byte, which states
     spelling declared keys inside a looping string mostly share), or in batches.
-    ``blocks`` is :meth:`TokenTable.first_blocks`.
+    ``blocks`` is :meth:`TokenTable.first_blocks`. ``memos`` (per class trie) keeps the walks
+    of the wide states' first-byte successors across calls (:class:`PairMemo`), ``canon``
+    its representatives of states alike for the trie's depth.
     """
     n = trie.num_tokens
     out: list[NDArray[np.int32] | NDArray[np.uint8]] = [_pack(np.zeros(0, dtype=np.int64), n)] * states.shape[0]
@@ -480,8 +520,11 @@ def _short_allowed(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64], flat_tr
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeLimitExceeded("compile time (s)", limit=0)
             part = np.asarray(dense, dtype=np.int64)
-            ok = walk_shared(ct, flat_trans, dfa.num_classes, dead, ws[part], first_node(ct), blocks,
-                             max_walks=min(len(dense) * 3 // 4, DENSE_BATCH))
+            max_walks = min(len(dense) * 3 // 4, DENSE_BATCH)
+            memo = memos.get(id(ct))
+            if memo is None:
+                memo = memos[id(ct)] = PairMemo(ct, first_node(ct), blocks, canon)
+            ok = walk_memo(ct, flat_trans, dfa.num_classes, dead, ws[part], memo, max_walks)
             if ok is not None:
                 counts = np.count_nonzero(ok, axis=1).tolist()
                 for x, row, cnt in zip(dense, ok, counts):
@@ -578,6 +621,11 @@ def align(
         return r
 
     rep_s, rep = reps(block_s), reps(block)
+    # (a long sequence reads at most max_len - 1 classes past its first: ``block``'s depth)
+    seq_memo = _SeqMemo(np.append(rep[block], -1))
+    # Each state's representative among those no short token tells apart (a walk below a
+    # token's first byte reads at most SHORT_TOKEN - 1 more), the dead state its own.
+    canon = np.append(rep_s[block_s], dfa.num_states) if trie.level.shape[0] - 1 <= SHORT_TOKEN else None
     wanted_blocks: NDArray[np.int64] | None = None
     if only is not None:
         # only the blocks holding requested states are computed
@@ -599,11 +647,12 @@ def align(
     blocks = table.first_blocks()
     many_wide = int(np.count_nonzero(_wide(dfa, trie, rep_s))) >= MANY_WIDE if rep_s.size else False
     short_chunk = 128  # a wide state's allowed tokens take ~1 MB until packed
+    memos: dict[int, PairMemo] = {}
     for i in range(0, rep_s.shape[0], short_chunk):
         if deadline is not None and time.monotonic() > deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
         short_ok.extend(_short_allowed(dfa, trie, rep_s[i : i + short_chunk], flat_trans, node_class, ctries,
-                                       many_wide, deadline, blocks))
+                                       many_wide, deadline, blocks, memos, canon))
         if progress is not None:
             progress(min(i + short_chunk, rep_s.shape[0]), rep_s.shape[0] + nblocks)
     if ctries and many_wide:
@@ -615,7 +664,8 @@ def align(
         if deadline is not None and time.monotonic() > deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
         states = rep[i : i + chunk]
-        long_ok = _batch_allowed(dfa, long_, states) if long_.lengths.size else [np.zeros(0, dtype=np.int64)] * states.shape[0]
+        long_ok = _batch_allowed(dfa, long_, states, seq_memo) if long_.lengths.size else \
+            [np.zeros(0, dtype=np.int64)] * states.shape[0]
         for j, s in enumerate(states.tolist()):
             packed = short_ok[int(block_s[s])]
             ok_l = np.zeros(long_.lengths.shape[0] + 1, dtype=np.bool_)

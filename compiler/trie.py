@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["TokenTrie", "ClassTrie", "build_trie", "byte_class_trie", "class_trie", "walk_dense", "walk_sparse", "walk_loops",
-           "walk_shared", "first_node", "loop_region", "sink_table"]
+__all__ = ["TokenTrie", "ClassTrie", "build_trie", "byte_class_trie", "class_trie", "walk_dense", "walk_sparse", "walk_loops", "PairMemo", "walk_memo",
+           "first_node", "loop_region", "sink_table"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,62 +228,145 @@ def first_node(trie: ClassTrie) -> NDArray[np.int64]:
 SPARSE_COST = 8  # the work of a sparse step (:func:`_expand`) in dense steps (:func:`_walk_below`), roughly
 
 
-def walk_shared(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int, dead: int,
-                states: NDArray[np.int64], tok_first: NDArray[np.int64], blocks: NDArray[np.int64],
-                max_walks: int) -> NDArray[np.bool_] | None:
-    """As :func:`walk_dense`, walking the trie below its first level once per column of
-    distinct successors rather than once per state; None if that takes more than
-    ``max_walks`` walks.
+class PairMemo:
+    """The walks below the first level of a trie, per (first node, state the first byte leads
+    to), kept across the calls of one alignment.
 
-    A token's fate depends only on the state its first byte leads to. For each first node,
-    the distinct states it leads to (from any of ``states``) take one column each; a walk
-    per column covers them all, and each state reads, first node by first node, the column
-    of its successor. The successors of first nodes that have many (columns past the
-    cheapest count) are followed from their first node alone instead. Wide states that
-    spell literals inside a looping string (declared keys) lead almost everywhere to the
-    loop, so a few columns serve many states.
-    ``tok_first`` is :func:`first_node`; the tokens are grouped by first byte, group ``b``
-    being ``blocks[b]:blocks[b + 1]``.
+    A token's fate from a state depends only on the state its first byte leads to, and the
+    wide states of one grammar (keys spelled inside a looping string, in many stack contexts)
+    lead to the same few states in batch after batch: each such pair is walked once. With
+    ``canon`` (a state's representative among the states that no string of the trie's depth
+    less one byte tells apart), pairs whose states differ only past the longest token share
+    one walk as well. Rows are kept per first node, over that node's tokens; past ``budget``
+    bytes the memo starts over.
     """
-    lo, hi = int(trie.level[0]), int(trie.level[1]) if trie.level.shape[0] > 1 else 0
-    k = int(states.shape[0])
-    below = flat_trans[states[None, :] * num_classes + trie.klass[lo:hi, None]]  # [first nodes, k]
-    node, col = np.nonzero(below != dead)
-    key = node * (dead + 1) + below[node, col]
-    pairs, inv = np.unique(key, return_inverse=True)
+
+    def __init__(self, trie: ClassTrie, tok_first: NDArray[np.int64], blocks: NDArray[np.int64],
+                 canon: NDArray[np.int64] | None = None, budget: int = 64 << 20) -> None:
+        lo, hi = int(trie.level[0]), int(trie.level[1]) if trie.level.shape[0] > 1 else 0
+        self.width = hi - lo
+        rel = tok_first - lo
+        self.count = np.bincount(rel, minlength=self.width).astype(np.int64)
+        self.order = np.argsort(rel, kind="stable").astype(np.int64)  # tokens grouped by first node
+        self.start = np.zeros(self.width + 1, dtype=np.int64)
+        np.cumsum(self.count, out=self.start[1:])
+        pos = np.empty(rel.shape[0], dtype=np.int64)  # each token's place among its node's tokens
+        pos[self.order] = np.arange(rel.shape[0], dtype=np.int64) - self.start[rel[self.order]]
+        self.pos = pos
+        # per first-byte group of tokens (contiguous): (first, end, node, place of the first)
+        bl = blocks.tolist()
+        self.parts: list[list[tuple[int, int, int]]] = [[] for _ in range(self.width)]
+        for b in range(len(bl) - 1):
+            a, e = bl[b], bl[b + 1]
+            if a < e:
+                n = int(rel[a])
+                self.parts[n].append((a, e, int(pos[a])))
+        self.canon = canon
+        self.budget = budget
+        self.clear()
+
+    def clear(self) -> None:
+        # row 0 of every node's table: nothing allowed (a dead first byte)
+        self.tables: list[NDArray[np.bool_]] = [np.zeros((4, int(c)), dtype=np.bool_) for c in self.count.tolist()]
+        self.used = [1] * self.width
+        self.rows: dict[int, int] = {}
+        self.bytes = int(self.count.sum()) * 4
+
+    def _add(self, n: int, new_rows: NDArray[np.bool_]) -> int:
+        """Append ``new_rows`` to node ``n``'s table; the index of the first."""
+        t, u, m = self.tables[n], self.used[n], int(new_rows.shape[0])
+        if u + m > t.shape[0]:
+            grown = np.zeros((max(2 * t.shape[0], u + m), t.shape[1]), dtype=np.bool_)
+            grown[:u] = t[:u]
+            self.bytes += (grown.shape[0] - t.shape[0]) * t.shape[1]
+            self.tables[n] = t = grown
+        t[u : u + m] = new_rows
+        self.used[n] = u + m
+        return u
+
+
+def _walk_pairs(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int, dead: int, memo: PairMemo,
+                pairs: NDArray[np.int64], max_walks: int) -> NDArray[np.int64] | None:
+    """Walk the (first node, state) ``pairs`` (keys ``node * (dead + 1) + state``, sorted, first
+    nodes relative to the first level) into ``memo``; each pair's row, or None if that takes
+    more than ``max_walks`` walks of the whole trie (:func:`walk_memo`)."""
+    lo = int(trie.level[0])
     pair_node = pairs // (dead + 1)
+    succ = pairs % (dead + 1)
     rank = np.arange(pairs.shape[0], dtype=np.int64) - np.searchsorted(pair_node, pair_node)
-    # The successors of a first node past the first ``walks`` are followed alone, under it
-    # (sparse steps cost several dense ones): as many walks as minimize the estimated work.
-    under = np.bincount(tok_first - lo, minlength=hi - lo)[pair_node]  # tokens below each pair
-    alone = np.zeros(int(rank.max()) + 2 if rank.size else 1)  # tokens left alone with ``i`` walks
-    if rank.size:
-        alone[:-1] = np.bincount(rank, weights=under)[::-1].cumsum()[::-1]
-    cost = np.arange(alone.shape[0]) * trie.num_nodes + SPARSE_COST * alone
-    walks = int(np.argmin(cost)) if rank.size else 0
+    under = memo.count[pair_node]
+    alone_w = np.zeros(int(rank.max()) + 2)
+    alone_w[:-1] = np.bincount(rank, weights=under)[::-1].cumsum()[::-1]
+    cost = np.arange(alone_w.shape[0]) * trie.num_nodes + SPARSE_COST * alone_w
+    walks = int(np.argmin(cost))
     if walks > max_walks:
         return None
     shared = rank < walks
-    first = np.full((hi - lo, walks), dead, dtype=np.int64)
-    first[pair_node[shared], rank[shared]] = pairs[shared] % (dead + 1)
-    pair_of = np.asarray(inv, dtype=np.int64).reshape(-1)
-    which = np.full((hi - lo, k), walks, dtype=np.int64)  # the walk each (first node, state) reads
-    on_walk = shared[pair_of]
-    which[node[on_walk], col[on_walk]] = rank[pair_of[on_walk]]
-    ok = np.zeros((walks + 1, trie.num_tokens), dtype=np.bool_)  # the last row: nothing allowed
+    ok: NDArray[np.bool_] | None = None
     if walks:
-        ok[:walks] = _walk_below(trie, flat_trans, num_classes, dead, first)
-    out = np.empty((k, trie.num_tokens), dtype=np.bool_)
-    bl = blocks.tolist()
-    for b in range(len(bl) - 1):
-        a, e = bl[b], bl[b + 1]
-        if a < e:
-            out[:, a:e] = ok[which[int(tok_first[a]) - lo], a:e]
-    if not bool(on_walk.all()):
-        rest = ~on_walk
-        for j, got in enumerate(_expand(trie, flat_trans, num_classes, dead, col[rest].astype(np.int64),
-                                        node[rest].astype(np.int64) + lo, below[node[rest], col[rest]], k)):
-            out[j, got] = True
+        first = np.full((memo.width, walks), dead, dtype=np.int64)
+        first[pair_node[shared], rank[shared]] = succ[shared]
+        ok = _walk_below(trie, flat_trans, num_classes, dead, first)
+    alone = np.flatnonzero(~shared)
+    found = _expand(trie, flat_trans, num_classes, dead, np.arange(alone.shape[0], dtype=np.int64),
+                    pair_node[alone] + lo, succ[alone], int(alone.shape[0])) if alone.size else []
+    out = np.empty(pairs.shape[0], dtype=np.int64)
+    bounds = np.flatnonzero(np.diff(pair_node, prepend=-1, append=-1)).tolist()
+    alone_at = np.full(pairs.shape[0], -1, dtype=np.int64)
+    alone_at[alone] = np.arange(alone.shape[0], dtype=np.int64)
+    for a, e in zip(bounds, bounds[1:]):  # the new pairs of one first node
+        n = int(pair_node[a])
+        rows = np.zeros((e - a, int(memo.count[n])), dtype=np.bool_)
+        sh = shared[a:e]
+        if ok is not None and sh.any():
+            toks = memo.order[memo.start[n] : memo.start[n + 1]]
+            rows[sh] = ok[rank[a:e][sh]][:, toks]
+        for i in np.flatnonzero(~sh).tolist():
+            rows[i, memo.pos[found[int(alone_at[a + i])]]] = True
+        out[a:e] = memo._add(n, rows) + np.arange(e - a, dtype=np.int64)
+    return out
+
+
+def walk_memo(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int, dead: int,
+              states: NDArray[np.int64], memo: PairMemo, max_walks: int) -> NDArray[np.bool_] | None:
+    """As :func:`walk_dense`, walking the trie below its first level once per (first node,
+    successor) pair that no earlier call with ``memo`` walked; None if those take more than
+    ``max_walks`` walks of the whole trie.
+
+    A token's fate depends only on the state its first byte leads to. The new pairs take one
+    column of a whole-trie walk each (a column follows one successor of every first node), as
+    many columns as the first node with the most new successors needs, up to the cheapest
+    count; the successors past it are followed alone, under their first node. Wide states
+    that spell literals inside a looping string (declared keys) lead almost everywhere to the
+    loop, so a few pairs serve many states, in this call and the next.
+    """
+    if memo.bytes > memo.budget:
+        memo.clear()
+    lo, hi = int(trie.level[0]), int(trie.level[1]) if trie.level.shape[0] > 1 else 0
+    k = int(states.shape[0])
+    below = flat_trans[states[None, :] * num_classes + trie.klass[lo:hi, None]]  # [first nodes, k]
+    if memo.canon is not None:
+        below = memo.canon[below]
+    node, col = np.nonzero(below != dead)
+    key = node * (dead + 1) + below[node, col]
+    pairs, inv = np.unique(key, return_inverse=True)
+    rows = memo.rows
+    got = np.fromiter((rows.get(p, -1) for p in pairs.tolist()), dtype=np.int64, count=pairs.shape[0])
+    new = np.flatnonzero(got < 0)
+    if new.size:
+        fresh = _walk_pairs(trie, flat_trans, num_classes, dead, memo, pairs[new], max_walks)
+        if fresh is None:
+            return None
+        got[new] = fresh
+        rows.update(zip(pairs[new].tolist(), fresh.tolist()))
+    row_of = np.zeros((hi - lo, k), dtype=np.int64)  # row 0: nothing allowed
+    row_of[node, col] = got[np.asarray(inv, dtype=np.int64).reshape(-1)]
+    out = np.zeros((k, trie.num_tokens), dtype=np.bool_)
+    live = np.flatnonzero(row_of.any(axis=1)).tolist()
+    for n in live:
+        sub = memo.tables[n][row_of[n]]
+        for a, e, p in memo.parts[n]:
+            out[:, a:e] = sub[:, p : p + e - a]
     return out
 
 

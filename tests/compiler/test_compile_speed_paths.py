@@ -15,9 +15,9 @@ from maskc.compiler.ir import Alt, ByteSet, Product, Repeat, Seq
 from maskc.compiler.minimize import canonical, minimize
 from maskc.compiler.nfa import lower
 from maskc.compiler.product import operand_dfa
-from maskc.compiler.trie import (build_trie, byte_class_trie, class_trie, first_node, loop_region, sink_table, walk_dense,
-                                 walk_loops, walk_shared,
-                                 walk_sparse)
+from maskc.compiler.minimize import refine
+from maskc.compiler.trie import (PairMemo, build_trie, byte_class_trie, class_trie, first_node, loop_region, sink_table,
+                                 walk_dense, walk_loops, walk_memo, walk_sparse)
 
 
 def _random_dfa(rng: random.Random, states: int, classes: int, fill: float) -> Dfa:
@@ -64,10 +64,12 @@ def test_trie_walks_match_a_byte_by_byte_walk(seed: int) -> None:
 
 
 @pytest.mark.parametrize("seed", range(16))
-def test_shared_walks_match_the_dense_walk(seed: int) -> None:
-    """One walk per distinct successor of a first byte gives every state's row, whatever the
-    number of walks allowed (the rest are followed alone), on states that mostly share a
-    successor (a looping string state with literal exits) and on unrelated ones."""
+def test_memoized_walks_match_the_dense_walk(seed: int) -> None:
+    """Walks per (first node, successor) pair, kept across calls, give every state's row,
+    whatever the number of whole-trie walks allowed (the rest are followed alone), on states
+    that mostly share a successor (a looping string state with literal exits) and on
+    unrelated ones; with successors replaced by representatives alike to the trie's depth;
+    and after the memo outgrows its budget and starts over."""
     rng = random.Random(seed)
     d = _random_dfa(rng, states=rng.randint(2, 12), classes=rng.randint(2, 6), fill=rng.choice([0.5, 1.0]))
     if seed % 2:  # many states whose byte steps mostly lead to one state, as keys inside a string do
@@ -76,19 +78,31 @@ def test_shared_walks_match_the_dense_walk(seed: int) -> None:
         d = Dfa(trans, d.byte_class, d.accepting)
     alphabet = bytes(rng.sample(range(256), 12))
     tokens = sorted(_random_tokens(rng, 300, alphabet, 6), key=lambda t: t[0])  # grouped by first byte
-    trie = class_trie(_trie_of(tokens), d.byte_class.astype(np.int64)[_trie_of(tokens).byte], d.num_classes)
+    byte_trie = _trie_of(tokens)
+    trie = class_trie(byte_trie, d.byte_class.astype(np.int64)[byte_trie.byte], d.num_classes)
     firsts = np.frombuffer(bytes(t[0] for t in tokens), dtype=np.uint8)
     blocks = np.searchsorted(firsts, np.arange(257), side="left").astype(np.int64)
     flat = sink_table(d.trans)
     states = np.arange(d.num_states, dtype=np.int64)
     want = np.asarray([[d.walk(s, t) >= 0 for t in tokens] for s in range(d.num_states)])
     assert np.array_equal(walk_dense(trie, flat, d.num_classes, d.num_states, states), want)
+    block = refine(d.trans, d.accepting.astype(np.int64), max_rounds=5)  # tokens have at most 6 bytes
+    rep = np.full(int(block.max()) + 1, -1, dtype=np.int64)
+    rep[block[::-1]] = np.arange(d.num_states - 1, -1, -1)
+    canons = [None, np.append(rep[block], d.num_states)]
     walks = 0
-    for max_walks in (0, 1, 3, 1 << 20):
-        got = walk_shared(trie, flat, d.num_classes, d.num_states, states, first_node(trie), blocks, max_walks)
-        if got is not None:
-            walks += 1
-            assert np.array_equal(got, want), max_walks
+    for canon in canons:
+        for max_walks in (0, 1, 3, 1 << 20):
+            memo = PairMemo(trie, first_node(trie), blocks, canon)
+            for _ in range(3):  # calls on overlapping batches: later ones read earlier walks
+                part = np.asarray(sorted(rng.sample(range(d.num_states), rng.randint(1, d.num_states))), dtype=np.int64)
+                got = walk_memo(trie, flat, d.num_classes, d.num_states, part, memo, max_walks)
+                if got is not None:
+                    walks += 1
+                    assert np.array_equal(got, want[part]), max_walks
+    memo = PairMemo(trie, first_node(trie), blocks, canons[1], budget=0)  # starts over on every call
+    for _ in range(2):
+        assert np.array_equal(walk_memo(trie, flat, d.num_classes, d.num_states, states, memo, 1 << 20), want)
     assert walks  # an unbounded number of walks always answers
 
 
@@ -301,3 +315,37 @@ def test_unique_by_marking_matches_numpy_unique(seed: int) -> None:
         want_u, want_i = np.unique(key, return_inverse=True)
         assert uniq.tolist() == want_u.tolist()
         assert inv.tolist() == want_i.reshape(-1).tolist()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_long_sequence_walks_memoized_across_batches_match_a_byte_by_byte_walk(seed: int) -> None:
+    """Long tokens' sequences walked once per (first class, representative of the state it
+    leads to), kept across batches of states, give each state exactly the tokens whose bytes
+    it can walk: from a fresh memo, from one filled by earlier batches, with and without
+    representatives (states alike up to the longest token share one walk)."""
+    from maskc.compiler.align import _batch_allowed, _SeqMemo
+    from maskc.compiler.pipeline import token_table
+    from maskc.compiler.vocab import Vocabulary
+
+    rng = random.Random(300 + seed)
+    d = _random_dfa(rng, states=rng.randint(3, 24), classes=rng.randint(2, 5), fill=rng.choice([0.6, 0.9]))
+    if seed % 2:  # states that mostly step to one looping state, as keys inside a string do
+        trans = np.array(d.trans)
+        trans[:, :-1] = 0
+        d = Dfa(trans, d.byte_class, d.accepting)
+    alphabet = bytes(range(8))
+    tokens = sorted({bytes(rng.choice(alphabet) for _ in range(rng.randint(17, 30))) for _ in range(200)})
+    vocab = Vocabulary.from_tokens([*tokens, "<eos>"], eos="<eos>", name="long", vocab_size=len(tokens) + 1)
+    seqs = token_table(vocab).long_sequences(d.byte_class, d.num_classes)
+    assert seqs.lengths.size
+    want = [{t for t, b in enumerate(tokens) if d.walk(s, b) >= 0} for s in range(d.num_states)]
+    block = refine(d.trans, d.accepting.astype(np.int64), max_rounds=30)
+    rep = np.full(int(block.max()) + 1, -1, dtype=np.int64)
+    rep[block[::-1]] = np.arange(d.num_states - 1, -1, -1)
+    for canon in (np.append(np.arange(d.num_states), -1), np.append(rep[block], -1)):
+        memo = _SeqMemo(canon)
+        for budget in (1 << 21, 7, 1):
+            part = np.asarray(rng.sample(range(d.num_states), rng.randint(1, d.num_states)), dtype=np.int64)
+            got = _batch_allowed(d, seqs, part, memo, budget=budget)
+            for s, g in zip(part.tolist(), got):
+                assert {int(t) for t in seqs.token_ids[np.isin(seqs.token_seq, g)]} == want[s], s
