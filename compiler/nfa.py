@@ -766,20 +766,34 @@ def _build_product(nfa: Nfa, node: Product, start: int, end: int) -> None:
         i += 1
 
 
+_REFS: dict[int, tuple[Node, bool]] = {}  # id -> (node, whether it holds a RuleRef)
+_REFS_SIZE = 1 << 16
+
+
 def _has_ref(node: Node) -> bool:
+    """Whether ``node`` holds a :class:`RuleRef` (memoized per compound node: a large
+    grammar asks about its shared subtrees many times over)."""
     if isinstance(node, RuleRef):
         return True
+    if not isinstance(node, (Seq, Alt, Repeat, Fields, Product)):
+        return False
+    got = _REFS.get(id(node))
+    if got is not None and got[0] is node:
+        return got[1]
     if isinstance(node, (Seq, Alt)):
-        return any(_has_ref(x) for x in node.items)
-    if isinstance(node, Repeat):
-        return _has_ref(node.item)
-    if isinstance(node, Fields):
+        value = any(_has_ref(x) for x in node.items)
+    elif isinstance(node, Repeat):
+        value = _has_ref(node.item)
+    elif isinstance(node, Fields):
         parts = [x for x, _ in node.items] + [node.first, node.sep, node.close_nonempty]
         parts += [x for x in (node.close_empty, node.rest) if x is not None]
-        return any(_has_ref(x) for x in parts)
-    if isinstance(node, Product):
-        return _has_ref(node.a) or _has_ref(node.b)
-    return False
+        value = any(_has_ref(x) for x in parts)
+    else:
+        value = _has_ref(node.a) or _has_ref(node.b)
+    if len(_REFS) >= _REFS_SIZE:
+        _REFS.clear()
+    _REFS[id(node)] = (node, value)
+    return value
 
 
 def lower(node: Node, *, max_states: int = 1_000_000, deadline: float | None = None, direct: bool = False,
