@@ -144,7 +144,8 @@ def finish(
     t = np.where(q >= 0, ids[np.where(q >= 0, q, 0)], DEAD).astype(np.int32)
     acc, reg, hd = acc[old], reg[old], hd[old]
     exit_ = np.where(hd, t[:, -1], DEAD).astype(np.int32)
-    if bool((hd & (exit_ < 0)).any()) or bool(((t[:, -1] >= 0) & ~hd).any()):
-        raise CounterConflict("a counted loop's head lost its exit")
+    lost = (hd & (exit_ < 0)) | ((t[:, -1] >= 0) & ~hd)
+    if bool(lost.any()):
+        raise CounterConflict("a counted loop's head lost its exit", frozenset(int(r) for r in reg[lost] if r >= 0))
     counters = Counters(np.where(reg >= 0, reg, -1).astype(np.int32), exit_, np.asarray(span, dtype=np.int32))
     return Dfa(np.ascontiguousarray(t[:, :-1]), byte_class.copy(), acc.copy(), counters)

@@ -122,7 +122,12 @@ def determinize(
 
 class CounterConflict(Exception):
     """A counted loop's count would be ambiguous (two live copies of one loop, two loops
-    live at once, or a loop entered while it runs): the caller lowers again with copies."""
+    live at once, or a loop entered while it runs): the caller lowers again with copies.
+    ``regions`` are the loops involved (indices into ``nfa.regions``; empty: unknown)."""
+
+    def __init__(self, message: str, regions: frozenset[int] = frozenset()) -> None:
+        super().__init__(message)
+        self.regions = regions
 
 
 def determinize_counted(
@@ -141,10 +146,10 @@ def determinize_counted(
             class); nothing is wrong with the grammar, only with counting it.
         StateLimitExceeded, TimeLimitExceeded: as :func:`determinize`.
     """
-    for r in nfa.regions:
+    for k, r in enumerate(nfa.regions):
         for s0 in (r.end, *r.afters):
             if not _eps_reach(nfa, s0).isdisjoint(r.heads):
-                raise CounterConflict("a counted loop can be re-entered without consuming a byte")
+                raise CounterConflict("a counted loop can be re-entered without consuming a byte", frozenset([k]))
     trans, byte_class, accepting, _, region, head = _subsets(
         nfa, [0], {nfa.final}, 1, max_states, deadline, counted=True)
     assert region is not None and head is not None
@@ -274,9 +279,9 @@ def _subsets(
             return -1
         k = tag[mine[0]]
         if len(mine) > 1:
-            raise CounterConflict("two copies of a counted loop would be live at once")
+            raise CounterConflict("two copies of a counted loop would be live at once", frozenset(tag[x] for x in mine))
         if any(k in entered(x) for x in cur if x not in tag):
-            raise CounterConflict("a counted loop could be entered while it runs")
+            raise CounterConflict("a counted loop could be entered while it runs", frozenset([k]))
         return k
 
     index: dict[Subset, int] = {}

@@ -80,6 +80,8 @@ class Nfa:
     finals: list[int] = field(default_factory=list)
     horizon: int | None = None  # counted loops: at most this many items per token (None: unroll)
     regions: list[Region] = field(default_factory=list)
+    region_nodes: list[Node] = field(default_factory=list)  # per region: the node it counts
+    uncounted: frozenset[int] = frozenset()  # ids of nodes lowered with copies only
     tag: dict[int, int] = field(default_factory=dict)  # NFA state -> its counted loop (region index)
 
     def new(self) -> int:
@@ -208,7 +210,8 @@ def _build_counted(nfa: Nfa, node: Repeat, start: int, end: int) -> bool:
     loop pays, the item refers to a rule, or its DFA is not prefix-free (an item must end
     where it completes, so that an arrival at the head is one more item)."""
     assert nfa.horizon is not None
-    if _loop_plan(node.min, node.max, _widest_gap(node.item, nfa.horizon)) is None or _has_ref(node.item):
+    if id(node) in nfa.uncounted or _loop_plan(node.min, node.max, _widest_gap(node.item, nfa.horizon)) is None \
+            or _has_ref(node.item):
         return False  # no loop pays even for the item's shortest bound (before its DFA is built)
     d = _item_dfa(nfa, node.item)
     plan = _count_plan(d, node.min, node.max, nfa.horizon)
@@ -244,6 +247,7 @@ def _build_counted(nfa: Nfa, node: Repeat, start: int, end: int) -> bool:
         after = nfa.new()
         nfa.edges[head].append((COUNT_EXIT, COUNT_EXIT, after))
         nfa.regions.append(Region((head,), (after,), end, n))
+        nfa.region_nodes.append(node)
         cur, pos = after, pos + n
     if node.max is None:
         _build_star(nfa, item, cur, end)
@@ -647,7 +651,8 @@ def _build_counted_product(nfa: Nfa, node: Product, start: int, end: int) -> boo
     finishing room (:func:`_finish_room`) farther from the bounds. False (nothing built)
     where the repetition would not count, or where the pattern has no finishing room."""
     rep = node.b
-    if node.op != "and" or not isinstance(rep, Repeat) or _has_ref(node.a) or _has_ref(rep.item):
+    if node.op != "and" or not isinstance(rep, Repeat) or id(node) in nfa.uncounted or _has_ref(node.a) \
+            or _has_ref(rep.item):
         return False
     assert nfa.horizon is not None
     if _loop_plan(rep.min, rep.max, _widest_gap(rep.item, nfa.horizon)) is None:
@@ -722,6 +727,7 @@ def _build_counted_product(nfa: Nfa, node: Product, start: int, end: int) -> boo
     for seg, k in region_of.items():
         pairs = heads[k]
         nfa.regions.append(Region(tuple(h for h, _ in pairs), tuple(a for _, a in pairs), end, segs[seg][2]))
+        nfa.region_nodes.append(node)
     return True
 
 
@@ -797,7 +803,7 @@ def _has_ref(node: Node) -> bool:
 
 
 def lower(node: Node, *, max_states: int = 1_000_000, deadline: float | None = None, direct: bool = False,
-          horizon: int | None = None) -> Nfa:
+          horizon: int | None = None, uncounted: frozenset[int] = frozenset()) -> Nfa:
     """Thompson construction of ``node``.
 
     Args:
@@ -809,6 +815,8 @@ def lower(node: Node, *, max_states: int = 1_000_000, deadline: float | None = N
         horizon: the most items a token can complete (the vocabulary's longest token, in
             bytes): bounded repetitions far longer than this become counted loops
             (:class:`Region`, ``nfa.regions``) instead of copies. None: copies only.
+        uncounted: ``id``\ s of repetitions (or products) of ``node`` to lower with copies
+            all the same (their counts were found ambiguous).
 
     Returns:
         The NFA; state 0 is the start state.
@@ -817,7 +825,8 @@ def lower(node: Node, *, max_states: int = 1_000_000, deadline: float | None = N
         StateLimitExceeded: the NFA would exceed ``max_states``.
         TimeLimitExceeded: ``deadline`` passed.
     """
-    nfa = Nfa(max_states=max_states, deadline=deadline, direct=node if direct else None, horizon=horizon)
+    nfa = Nfa(max_states=max_states, deadline=deadline, direct=node if direct else None, horizon=horizon,
+              uncounted=uncounted)
     start = nfa.new()
     nfa.final = nfa.new()
     _build(nfa, node, start, nfa.final)

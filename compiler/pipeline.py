@@ -67,6 +67,10 @@ COUNTED_LOOPS = True
 bounded repetition is unrolled into copies (same language, larger and slower to build)."""
 
 
+MAX_RECOUNTS = 4
+"""Lowerings that unroll the loops a counter conflict named, before every loop is unrolled."""
+
+
 def token_table(vocab: Vocabulary) -> TokenTable:
     """The arrays of ``vocab`` that alignment needs (built once per vocabulary object)."""
     cached: TokenTable | None = vocab.__dict__.get("_maskc_token_table")
@@ -93,7 +97,8 @@ def grammar_dfa(
 
     ``horizon`` (the most bytes a token has) turns bounded repetitions far longer than a
     token into counted loops (:mod:`maskc.compiler.counters`); where a count could be
-    ambiguous the grammar is lowered again with copies. None: copies only.
+    ambiguous the grammar is lowered again with copies for the loops involved (all of them
+    after :data:`MAX_RECOUNTS` tries). None: copies only.
     """
     t = timings if timings is not None else {}
     lim = options.limits
@@ -103,14 +108,24 @@ def grammar_dfa(
     nfa = lower(node, max_states=lim.max_nfa_states, deadline=deadline, horizon=horizon)
     t1 = time.perf_counter()
     dfa: Dfa | None = None
-    if nfa.regions:
+    uncounted: set[int] = set()
+    while nfa.regions:
         try:
             parts = determinize_counted(nfa, max_states=lim.max_states, deadline=deadline)
             t2 = time.perf_counter()
             dfa = compress_classes(finish(*parts, [r.span for r in nfa.regions], deadline=deadline))
-        except CounterConflict:
-            t["counter_conflict"] = 1.0
-            nfa = lower(node, max_states=lim.max_nfa_states, deadline=deadline)
+            break
+        except CounterConflict as e:
+            # The loops whose counts are ambiguous are unrolled, the others still count (the
+            # digits of an integer range beside a long string: only the digits unroll).
+            t["counter_conflict"] = t.get("counter_conflict", 0.0) + 1.0
+            blamed = {id(nfa.region_nodes[k]) for k in e.regions}
+            if not blamed or blamed <= uncounted or t["counter_conflict"] > MAX_RECOUNTS:
+                nfa = lower(node, max_states=lim.max_nfa_states, deadline=deadline)
+            else:
+                uncounted |= blamed
+                nfa = lower(node, max_states=lim.max_nfa_states, deadline=deadline, horizon=horizon,
+                            uncounted=frozenset(uncounted))
             t1 = time.perf_counter()
     if dfa is None:
         dfa = determinize(nfa, max_states=lim.max_states, deadline=deadline)

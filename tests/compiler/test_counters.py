@@ -181,6 +181,36 @@ def test_conflicting_counts_fall_back_to_copies(toy_vocab: Vocabulary) -> None:
     assert art.dfa.accepts(b"a" * 100) and not art.dfa.accepts(b"a" * 101)
 
 
+def test_a_conflict_unrolls_only_the_loops_it_names(toy_vocab: Vocabulary, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The two loops of a{0,50}a{0,50} would be live at once: they unroll, and the string of
+    # b's after them still counts (as the digits of an integer range beside a long string).
+    pattern = "(a{0,50}a{0,50}-|1)b{0,400}"
+    counted, unrolled = _pair("regex", pattern, toy_vocab, monkeypatch)
+    assert counted.dfa.counters is not None and counted.dfa.counters.num_loops == 1
+    assert counted.num_states * 3 < unrolled.num_states
+    for n_a, n_b in [(0, 0), (100, 400), (101, 0), (0, 401), (37, 399), (100, 401), (-1, 400), (-1, 401)]:
+        text = ("1" if n_a < 0 else "a" * n_a + "-") + "b" * n_b
+        m = counted.matcher()
+        ok = m.accept_string(text) and m.can_terminate()
+        assert ok == (n_a <= 100 and n_b <= 400) == unrolled.dfa.accepts(text.encode()), (n_a, n_b)
+    _walk_both(counted, unrolled, toy_vocab, walks=6, seed=3, every_token=True)
+
+
+def test_an_integer_range_unrolls_beside_a_counted_string(byte_vocab: Vocabulary) -> None:
+    # One byte a token: the digits of the range would count too, and conflict with one
+    # another; the string's characters still count (not 2,048 copies).
+    schema = {"type": "object", "additionalProperties": False, "required": ["n", "s"],
+              "properties": {"n": {"type": ["integer", "null"], "minimum": 0, "maximum": 2147483647},
+                             "s": {"type": "string", "maxLength": 2048}}}
+    art = maskc.compile_json_schema(schema, byte_vocab, cache=False)
+    assert art.dfa.counters is not None and art.num_states < 1000
+    for n, length, ok in [(2147483647, 2048, True), (2147483648, 1, False), (0, 2049, False), (1999999999, 0, True),
+                          ("null", 7, True), (21474836470, 3, False)]:
+        m = art.matcher()
+        got = m.accept_string('{"n":%s,"s":"%s"}' % (n, "x" * length)) and m.can_terminate()
+        assert got == ok, (n, length)
+
+
 def test_size_does_not_grow_with_the_bound(deepseek: Vocabulary) -> None:
     sizes = set()
     for n in (2_000, 100_000, 1_000_000):
