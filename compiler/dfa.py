@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from maskc.compiler.counters import Counters
 
 __all__ = ["Dfa", "StateId", "ClassId", "CounterConflict", "determinize", "determinize_counted", "determinize_rules",
-           "prune", "compress_classes", "coreachable", "reachable"]
+           "prune", "compress_classes", "coreachable", "reachable", "first_seen"]
 
 StateId = NewType("StateId", int)
 ClassId = NewType("ClassId", int)
@@ -379,7 +379,7 @@ def coreachable(trans: NDArray[np.int32], accepting: NDArray[np.bool_]) -> NDArr
         if not total:
             break
         pred = src_sorted[np.repeat(lo - (np.cumsum(cnt) - cnt), cnt) + np.arange(total)]
-        frontier = _first_seen(pred[~live[pred]], n)
+        frontier = first_seen(pred[~live[pred]], n)
         live[frontier] = True
     return live
 
@@ -404,12 +404,12 @@ def reachable(trans: NDArray[np.int32]) -> NDArray[np.bool_]:
     while frontier.size:
         nxt = trans[frontier].ravel()
         nxt = nxt[nxt >= 0]
-        frontier = _first_seen(nxt[~seen[nxt]], n)
+        frontier = first_seen(nxt[~seen[nxt]], n)
         seen[frontier] = True
     return seen
 
 
-def _first_seen(ids: NDArray[np.int64] | NDArray[np.int32], n: int) -> NDArray[np.int64]:
+def first_seen(ids: NDArray[np.int64] | NDArray[np.int32], n: int) -> NDArray[np.int64]:
     """``ids`` (each in ``[0, n)``) without repeats (in no particular order)."""
     if ids.shape[0] * 16 < n:
         small: NDArray[np.int64] = np.unique(ids).astype(np.int64)

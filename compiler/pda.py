@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from maskc.compiler.dfa import DEAD, Dfa, compress_classes, coreachable, determinize_rules
+from maskc.compiler.dfa import DEAD, Dfa, compress_classes, coreachable, determinize_rules, first_seen
 from maskc.compiler.errors import EmptyLanguage, GrammarError, StateLimitExceeded
 from maskc.compiler.minimize import MAX_STATES, refine
 from maskc.compiler.nfa import lower_rules
@@ -125,20 +125,20 @@ def _live(byte_t: NDArray[np.int32], call_t: NDArray[np.int32], accepting: NDArr
 
 
 def _reachable(byte_t: NDArray[np.int32], call_t: NDArray[np.int32], starts: list[int]) -> NDArray[np.bool_]:
+    """States reachable from the start rule's start over bytes and calls (a call reaches both
+    its return state and the callee's start), breadth first in arrays."""
     n = byte_t.shape[0]
+    start_arr = np.asarray(starts, dtype=np.int64)
     seen = np.zeros(n, dtype=np.bool_)
     seen[starts[0]] = True
-    work = [starts[0]]
-    while work:
-        q = work.pop()
-        succ = [t for t in byte_t[q].tolist() if t >= 0]
-        for rule, t in enumerate(call_t[q].tolist()):
-            if t >= 0:
-                succ.extend((t, starts[rule]))
-        for t in succ:
-            if not seen[t]:
-                seen[t] = True
-                work.append(t)
+    frontier = np.asarray([starts[0]], dtype=np.int64)
+    while frontier.size:
+        nxt = byte_t[frontier].ravel()
+        calls = call_t[frontier]
+        q, rule = np.nonzero(calls >= 0)
+        nxt = np.concatenate([nxt[nxt >= 0], calls[q, rule], start_arr[rule]]).astype(np.int64)
+        frontier = first_seen(nxt[~seen[nxt]], n)
+        seen[frontier] = True
     return seen
 
 
