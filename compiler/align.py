@@ -309,20 +309,23 @@ def _heads(flat: NDArray[np.int64], offsets: NDArray[np.int64], lengths: NDArray
 class _SeqMemo:
     """The long sequences allowed below each (first class, state it leads to), kept across
     the batches of one alignment; ``canon`` maps a state (and -1, dead, to itself) to its
-    representative among those no sequence past its first class tells apart."""
+    representative among those no sequence past its first class tells apart. Past
+    ``budget`` sequences held, it starts over."""
 
-    def __init__(self, canon: NDArray[np.int64]) -> None:
+    def __init__(self, canon: NDArray[np.int64], budget: int = 1 << 23) -> None:
         self.canon = canon
+        self.budget = budget
+        self.clear()
+
+    def clear(self) -> None:
         self.index: dict[int, int] = {}
-        self.parts: list[NDArray[np.int64]] = []
-        self.flat = np.zeros(0, dtype=np.int64)
+        self.flat = np.zeros(0, dtype=np.int32)
         self.start = np.zeros(1, dtype=np.int64)
 
     def extend(self, found: list[NDArray[np.int64]]) -> None:
-        self.parts.extend(found)
         lens = np.asarray([0] + [f.shape[0] for f in found], dtype=np.int64)
         self.start = np.concatenate([self.start, self.start[-1] + np.cumsum(lens)[1:]])
-        self.flat = np.concatenate([self.flat, *found]) if found else self.flat
+        self.flat = np.concatenate([self.flat, *found]).astype(np.int32) if found else self.flat
 
 
 def _batch_allowed(dfa: Dfa, seqs: ClassSeqs, states: NDArray[np.int64], memo: _SeqMemo,
@@ -339,6 +342,8 @@ def _batch_allowed(dfa: Dfa, seqs: ClassSeqs, states: NDArray[np.int64], memo: _
     if not ks.size:
         return [np.zeros(0, dtype=np.int64) for _ in range(k)]
     n = dfa.num_states
+    if memo.flat.shape[0] > memo.budget:
+        memo.clear()
     key = cs * (n + 1) + memo.canon[nxt[ks, cs]]
     uniq, inv = np.unique(key, return_inverse=True)
     inv = np.asarray(inv, dtype=np.int64).reshape(-1)
@@ -364,14 +369,14 @@ def _batch_allowed(dfa: Dfa, seqs: ClassSeqs, states: NDArray[np.int64], memo: _
             bounds = np.searchsorted(ok_owner, np.arange(hi - lo + 1)).tolist()
             found.extend(ok_seq[bounds[j] : bounds[j + 1]] for j in range(hi - lo))
             lo = hi
-        ids[new] = len(memo.parts) + np.arange(new.shape[0], dtype=np.int64)
+        ids[new] = memo.start.shape[0] - 1 + np.arange(new.shape[0], dtype=np.int64)
         memo.index.update(zip(uniq[new].tolist(), ids[new].tolist()))
         memo.extend(found)
     pid = ids[inv]
     st = memo.start[pid]
     ln = memo.start[pid + 1] - st
     total = int(ln.sum())
-    vals = memo.flat[np.repeat(st - (np.cumsum(ln) - ln), ln) + np.arange(total, dtype=np.int64)]
+    vals = memo.flat[np.repeat(st - (np.cumsum(ln) - ln), ln) + np.arange(total, dtype=np.int64)].astype(np.int64)
     bounds = np.searchsorted(np.repeat(ks, ln), np.arange(k + 1)).tolist()  # (ks ascends)
     return [vals[bounds[j] : bounds[j + 1]] for j in range(k)]
 

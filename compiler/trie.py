@@ -15,6 +15,9 @@ Two walks, both exact (a token is allowed iff every one of its bytes has a trans
 * :func:`walk_sparse` follows only the live (state, node) pairs of many states at once,
   expanding children level by level: the right tool for narrow states (inside literal
   keys), where a handful of tokens survive the first byte.
+
+:func:`walk_memo` gives what :func:`walk_dense` gives, from walks below the first byte kept
+per (first node, state it leads to) across the calls of one alignment (:class:`PairMemo`).
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["TokenTrie", "ClassTrie", "build_trie", "byte_class_trie", "class_trie", "walk_dense", "walk_sparse", "walk_loops", "PairMemo", "walk_memo",
-           "first_node", "loop_region", "sink_table"]
+__all__ = ["TokenTrie", "ClassTrie", "build_trie", "byte_class_trie", "class_trie", "walk_dense", "walk_sparse", "walk_loops",
+           "PairMemo", "walk_memo", "first_node", "loop_region", "sink_table"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -349,3 +349,8 @@ def test_long_sequence_walks_memoized_across_batches_match_a_byte_by_byte_walk(s
             got = _batch_allowed(d, seqs, part, memo, budget=budget)
             for s, g in zip(part.tolist(), got):
                 assert {int(t) for t in seqs.token_ids[np.isin(seqs.token_seq, g)]} == want[s], s
+    memo = _SeqMemo(np.append(rep[block], -1), budget=0)  # starts over on every call
+    for _ in range(2):
+        got = _batch_allowed(d, seqs, np.arange(d.num_states, dtype=np.int64), memo)
+        for s, g in enumerate(got):
+            assert {int(t) for t in seqs.token_ids[np.isin(seqs.token_seq, g)]} == want[s], s
