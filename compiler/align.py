@@ -319,13 +319,32 @@ class _SeqMemo:
 
     def clear(self) -> None:
         self.index: dict[int, int] = {}
-        self.flat = np.zeros(0, dtype=np.int32)
-        self.start = np.zeros(1, dtype=np.int64)
+        self.flat = np.zeros(64, dtype=np.int32)  # the pairs' sequences, concatenated (capacity)
+        self.held = 0  # entries of ``flat`` in use
+        self.start = np.zeros(64, dtype=np.int64)  # pair ``i``: ``flat[start[i]:start[i + 1]]``
+        self.pairs = 0
 
     def extend(self, found: list[NDArray[np.int64]]) -> None:
-        lens = np.asarray([0] + [f.shape[0] for f in found], dtype=np.int64)
-        self.start = np.concatenate([self.start, self.start[-1] + np.cumsum(lens)[1:]])
-        self.flat = np.concatenate([self.flat, *found]).astype(np.int32) if found else self.flat
+        """Append the sequences of new pairs (numbered on from :attr:`pairs`); capacities
+        double, so a batch copies only what it adds."""
+        lens = np.fromiter((f.shape[0] for f in found), dtype=np.int64, count=len(found))
+        total = int(lens.sum())
+        self.flat = _room(self.flat, self.held + total)
+        self.start = _room(self.start, self.pairs + len(found) + 1)
+        if total:
+            self.flat[self.held : self.held + total] = np.concatenate(found)
+        self.start[self.pairs + 1 : self.pairs + len(found) + 1] = self.held + np.cumsum(lens)
+        self.held += total
+        self.pairs += len(found)
+
+
+def _room(arr: NDArray[Any], size: int) -> NDArray[Any]:
+    """``arr``, or a copy at least twice as long, holding ``size`` entries."""
+    if size <= arr.shape[0]:
+        return arr
+    grown = np.zeros(max(size, 2 * arr.shape[0]), dtype=arr.dtype)
+    grown[: arr.shape[0]] = arr
+    return grown
 
 
 def _batch_allowed(dfa: Dfa, seqs: ClassSeqs, states: NDArray[np.int64], memo: _SeqMemo,
@@ -342,7 +361,7 @@ def _batch_allowed(dfa: Dfa, seqs: ClassSeqs, states: NDArray[np.int64], memo: _
     if not ks.size:
         return [np.zeros(0, dtype=np.int64) for _ in range(k)]
     n = dfa.num_states
-    if memo.flat.shape[0] > memo.budget:
+    if memo.held > memo.budget:
         memo.clear()
     key = cs * (n + 1) + memo.canon[nxt[ks, cs]]
     uniq, inv = np.unique(key, return_inverse=True)
@@ -369,7 +388,7 @@ def _batch_allowed(dfa: Dfa, seqs: ClassSeqs, states: NDArray[np.int64], memo: _
             bounds = np.searchsorted(ok_owner, np.arange(hi - lo + 1)).tolist()
             found.extend(ok_seq[bounds[j] : bounds[j + 1]] for j in range(hi - lo))
             lo = hi
-        ids[new] = memo.start.shape[0] - 1 + np.arange(new.shape[0], dtype=np.int64)
+        ids[new] = memo.pairs + np.arange(new.shape[0], dtype=np.int64)
         memo.index.update(zip(uniq[new].tolist(), ids[new].tolist()))
         memo.extend(found)
     pid = ids[inv]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import TYPE_CHECKING, NewType
 
 import numpy as np
@@ -186,13 +187,9 @@ def determinize_rules(
 Subset = frozenset[int]
 
 
-def _span_lo(span: tuple[int, int, Subset]) -> int:
-    return span[0]
-
-
 def _disjoint(spans: list[tuple[int, int, Subset]]) -> list[tuple[int, int, Subset]]:
     """Class spans ``(lo, hi, targets)`` -> disjoint spans in class order, targets united where they overlap."""
-    spans = sorted(spans, key=_span_lo)
+    spans = sorted(spans, key=itemgetter(0))
     if all(a[1] <= b[0] for a, b in zip(spans, spans[1:])):
         return spans  # (the common case: the members of a subset move on different classes)
     cuts = sorted({lo for lo, _, _ in spans} | {hi for _, hi, _ in spans})

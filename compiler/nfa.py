@@ -57,12 +57,14 @@ class Region:
     runtime counts arrivals at a head and takes its ``COUNT_EXIT`` edge (to the matching
     state of ``afters``, the position past the loop) at the ``span``-th; ``end`` is the
     repetition's end. A plain repetition has one head; its product with another
-    automaton (a pattern under ``maxLength``) has one per state of the other."""
+    automaton (a pattern under ``maxLength``) has one per state of the other. ``node`` is
+    the repetition (or product) it counts."""
 
     heads: tuple[int, ...]
     afters: tuple[int, ...]
     end: int
     span: int
+    node: Node
 
 
 @dataclass(slots=True)
@@ -80,7 +82,6 @@ class Nfa:
     finals: list[int] = field(default_factory=list)
     horizon: int | None = None  # counted loops: at most this many items per token (None: unroll)
     regions: list[Region] = field(default_factory=list)
-    region_nodes: list[Node] = field(default_factory=list)  # per region: the node it counts
     uncounted: frozenset[int] = frozenset()  # ids of nodes lowered with copies only
     tag: dict[int, int] = field(default_factory=dict)  # NFA state -> its counted loop (region index)
 
@@ -246,8 +247,7 @@ def _build_counted(nfa: Nfa, node: Repeat, start: int, end: int) -> bool:
             nfa.eps[head].append(end)
         after = nfa.new()
         nfa.edges[head].append((COUNT_EXIT, COUNT_EXIT, after))
-        nfa.regions.append(Region((head,), (after,), end, n))
-        nfa.region_nodes.append(node)
+        nfa.regions.append(Region((head,), (after,), end, n, node))
         cur, pos = after, pos + n
     if node.max is None:
         _build_star(nfa, item, cur, end)
@@ -726,8 +726,7 @@ def _build_counted_product(nfa: Nfa, node: Product, start: int, end: int) -> boo
             nfa.edges[here].extend((b, e, tgt) for b, e in runs[k])
     for seg, k in region_of.items():
         pairs = heads[k]
-        nfa.regions.append(Region(tuple(h for h, _ in pairs), tuple(a for _, a in pairs), end, segs[seg][2]))
-        nfa.region_nodes.append(node)
+        nfa.regions.append(Region(tuple(h for h, _ in pairs), tuple(a for _, a in pairs), end, segs[seg][2], node))
     return True
 
 

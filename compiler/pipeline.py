@@ -119,7 +119,7 @@ def grammar_dfa(
             # The loops whose counts are ambiguous are unrolled, the others still count (the
             # digits of an integer range beside a long string: only the digits unroll).
             t["counter_conflict"] = t.get("counter_conflict", 0.0) + 1.0
-            blamed = {id(nfa.region_nodes[k]) for k in e.regions}
+            blamed = {id(nfa.regions[k].node) for k in e.regions}
             if not blamed or blamed <= uncounted or t["counter_conflict"] > MAX_RECOUNTS:
                 nfa = lower(node, max_states=lim.max_nfa_states, deadline=deadline)
             else:
