@@ -7,6 +7,7 @@ back from a file; either way it verifies its tables once and then hands out matc
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -16,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from maskc.artifacts import format as fmt
+from maskc.artifacts.contexts import ContextTable, build_contexts
 from maskc.artifacts.io import (map_artifact_file, parse_artifact_bytes, remember_verified, save_bytes, verified_file,
                                 write_atomic)
 from maskc.artifacts.metadata import parse_metadata
@@ -54,6 +56,7 @@ class Tables:
     uncertain_mask: NDArray[np.int32] | None
     flat_mask: NDArray[np.int32] | None
     inline_depth: int
+    contexts: ContextTable | None = None
 
 
 def verify_tables(tensors: dict[str, NDArray[Any]], metadata: dict[str, str], where: str) -> Tables:
@@ -118,8 +121,10 @@ def verify_tables(tensors: dict[str, NDArray[Any]], metadata: dict[str, str], wh
             raise ArtifactCorrupt(f"{where} has malformed pushdown tables") from e
         uncertain = np.asarray(tensors["mask.uncertain"], dtype=np.int32)
         flat = np.asarray(tensors["mask.flat"], dtype=np.int32)
+    contexts = ContextTable.from_tensors(tensors) if "ctx.state" in tensors else None
     return Tables(vocab_size, info.eos_token_ids, info.options, info.not_enforced, dfa,
-                  np.asarray(tensors["mask.state"], dtype=np.int32), masks, pda, uncertain, flat, inline_depth)
+                  np.asarray(tensors["mask.state"], dtype=np.int32), masks, pda, uncertain, flat, inline_depth,
+                  contexts)
 
 
 class Artifact:
@@ -141,6 +146,7 @@ class Artifact:
         self.uncertain_mask: NDArray[np.int32] | None = t.uncertain_mask
         self.flat_mask: NDArray[np.int32] | None = t.flat_mask
         self.inline_depth = t.inline_depth
+        self.contexts: ContextTable | None = t.contexts
         self.max_depth = int(self.options["max_depth"])
         self._runtime: Any = None
         self._rows: dict[int, NDArray[np.int32]] = {}  # mask id -> decoded row
@@ -210,6 +216,18 @@ class Artifact:
         meta["content_sha256"] = fmt.content_hash(tensors, meta)
         art = cls(tensors, meta)
         art.tokenizer = vocab
+        if art.pda is not None:
+            t0 = time.perf_counter()
+            built = build_contexts(art)
+            if built is not None:
+                store, table = built
+                tensors.update({"mask.kind": store.kinds.astype(np.uint8), "mask.offsets": store.offsets.astype(np.int64),
+                                "mask.data": store.data.astype(np.int32), **table.tensors()})
+                meta["num_masks"] = str(store.num_masks)
+                meta["content_sha256"] = fmt.content_hash(tensors, meta)
+                art = cls(tensors, meta)
+                art.tokenizer = vocab
+            g.timings["context_ms"] = (time.perf_counter() - t0) * 1e3
         return art
 
     @classmethod
@@ -475,6 +493,7 @@ class Artifact:
             "max_depth": self.max_depth if self.pda is not None else None,
             "byte_classes": self.dfa.num_classes,
             "counted_loops": self.dfa.counters.num_loops if self.dfa.counters is not None else 0,
+            "context_answers": self.contexts.num_answers if self.contexts is not None else 0,
             "distinct_masks": self.num_masks,
             "masks_by_kind": {"allow_list": kinds[0], "reject_list": kinds[1], "dense": kinds[2], "delta": kinds[3]},
             "table_bytes": self.nbytes,

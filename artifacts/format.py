@@ -30,6 +30,7 @@ __all__ = [
     "TENSORS",
     "PDA_TENSORS",
     "COUNT_TENSORS",
+    "CTX_TENSORS",
     "REQUIRED_METADATA",
     "TABLE_METADATA",
     "content_hash",
@@ -75,6 +76,18 @@ COUNT_TENSORS: dict[str, tuple[np.dtype[np.generic], int]] = {
     "count.region": (np.dtype(np.int32), 1),  # [states] the loop a state is in, -1: none
     "count.exit": (np.dtype(np.int32), 1),  # [states] a loop head's exit state, -1 elsewhere
     "count.span": (np.dtype(np.int32), 1),  # [loops] arrivals at the head before the exit
+}
+# Optional beside the pushdown tables: the runtime's answers for listed stack contexts
+# (maskc.artifacts.contexts), sorted by top state. Readers that do not know them compute the
+# same answers on the live stack, so they do not change the format version.
+CTX_TENSORS: dict[str, tuple[np.dtype[np.generic], int]] = {
+    "ctx.state": (np.dtype(np.int32), 1),  # [answers] the top state, sorted
+    "ctx.below": (np.dtype(np.int32), 1),  # [answers] the frame below the top: a state, -1 any, -2 none
+    "ctx.below2": (np.dtype(np.int32), 1),  # [answers] the frame below that one, alike
+    "ctx.mask": (np.dtype(np.int32), 1),  # [answers] mask id of the answer's row (EOS included)
+    "ctx.lo": (np.dtype(np.int16), 1),  # [answers] the answer holds for headroom in [lo, hi)
+    "ctx.hi": (np.dtype(np.int16), 1),
+    "ctx.end": (np.dtype(np.uint8), 1),  # [answers] 1 where the output may end
 }
 PDA_METADATA = ("rule_names", "inline_depth", "max_depth")
 TABLE_METADATA = ("num_states", "num_masks")
@@ -290,6 +303,8 @@ def check_tables(tensors: Mapping[str, NDArray[np.generic]], vocab_size: int, wh
         bad = _bad_pda(tensors, n, m)
     if not bad:
         bad = _bad_counts(tensors, n, counted)
+    if not bad:
+        bad = _bad_contexts(tensors, n, m)
     if bad:
         raise ArtifactCorrupt(f"{where}: inconsistent tables (vocab_size {vocab_size})")
     return trans
@@ -364,3 +379,28 @@ def _bad_pda(tensors: Mapping[str, NDArray[np.generic]], n: int, m: int) -> bool
         or int(need.min()) < 0 or _outside(unc, m)
         or flat.shape != (n,) or _outside(flat, m)
     )
+
+
+def _bad_contexts(tensors: Mapping[str, NDArray[np.generic]], n: int, m: int) -> bool:
+    """Whether the context answers are malformed, or present without the pushdown tables."""
+    present = [k for k in CTX_TENSORS if k in tensors]
+    if not present:
+        return False
+    if len(present) != len(CTX_TENSORS) or "pda.call_offsets" not in tensors:
+        return True
+    for name, (dtype, ndim) in CTX_TENSORS.items():
+        if tensors[name].dtype != dtype or tensors[name].ndim != ndim:
+            return True
+    state: NDArray[Any] = tensors["ctx.state"]
+    below: NDArray[Any] = tensors["ctx.below"]
+    below2: NDArray[Any] = tensors["ctx.below2"]
+    p = state.shape[0]
+    if any(tensors[k].shape != (p,) for k in CTX_TENSORS):
+        return True
+    return bool(p and (
+        _outside(state, n) or bool((state[1:] < state[:-1]).any())
+        or int(below.min()) < -2 or int(below.max()) >= n or int(below2.min()) < -2 or int(below2.max()) >= n
+        or _outside(tensors["ctx.mask"], m)
+        or int(tensors["ctx.end"].max()) > 1 or bool((np.asarray(tensors["ctx.lo"], dtype=np.int32)
+                                                      >= np.asarray(tensors["ctx.hi"], dtype=np.int32)).any())
+    ))

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from maskc.artifacts.contexts import ANY_BELOW, NONE_BELOW
 from maskc.artifacts.matcher import (attached_vocab, bitmask_rows, check_rollback, check_token_id, grammar_tag,
                                      string_bytes, whole_chars, zero_row)
 from maskc.compiler.maskstore import KIND_ALLOW, bitmask_words
@@ -333,9 +334,14 @@ class _Calls(dict[int, list[tuple[int, int]]]):
 
 
 class PushdownRuntime:
-    """Per-artifact tables and memos shared by every matcher of a recursive artifact."""
+    """Per-artifact tables and memos shared by every matcher of a recursive artifact.
 
-    def __init__(self, art: Artifact, *, fast: bool = True) -> None:
+    ``fast=False`` is the reference (the general walk, nothing stored read); ``contexts=False``
+    ignores the answers stored at compile time (:mod:`maskc.artifacts.contexts`) and computes
+    every mask on the live stack.
+    """
+
+    def __init__(self, art: Artifact, *, fast: bool = True, contexts: bool = True) -> None:
         pda = art.pda
         vocab = art.tokenizer
         if pda is None or vocab is None:
@@ -385,6 +391,8 @@ class PushdownRuntime:
         self._needs: Sequence[int] | None = None
         self._no_uncertain: Sequence[int] | None = None
         self._heads: tuple[NDArray[np.int64], NDArray[np.uint8]] | None = None
+        # answers stored at compile time for listed stack contexts (maskc.artifacts.contexts)
+        self._contexts = art.contexts if fast and contexts else None
 
     @property
     def flat_need(self) -> list[int]:
@@ -522,7 +530,75 @@ class PushdownRuntime:
         got, j = self._lookup(self._mask_memo, config, None)
         if got is not None:
             return got  # type: ignore[no-any-return]
+        if len(config) == 1 and self._contexts is not None:
+            got = self._context(config[0])
+            if got is not None:
+                return got
         self.misses += 1
+        result, w = self.compute_mask(config)
+        self._store(self._mask_memo, config, None, j, w, result)
+        return result
+
+    def _context(self, s: Stack) -> _Answer | None:
+        """The stored answer for a stack with ``s``'s top frames and headroom, if one holds.
+        A state's answers are sorted by the frames below it (those for any frame and for none
+        first), so finding one takes a few reads: a binary search among many return points."""
+        t = self._contexts
+        assert t is not None
+        q = s[-1]
+        a, b = t.span(q)
+        if a == b:
+            return None
+        n = len(s)
+        h = self.max_depth - n
+        below, lo, hi = t.below, t.lo, t.hi
+        e = a
+        while e < b:
+            r = below.item(e)
+            if r >= 0:
+                break
+            if (r == ANY_BELOW or n == 1) and lo.item(e) <= h < hi.item(e):
+                return self.art.mask_row_of(t.mask.item(e)), bool(t.end.item(e))
+            e += 1
+        if n == 1 or e == b:
+            return None
+        r = s[-2]
+        if b - e > 8:
+            e += int(np.searchsorted(below[e:b], r))
+        else:
+            while e < b and below.item(e) < r:
+                e += 1
+        r2 = s[-3] if n > 2 else NONE_BELOW
+        below2 = t.below2
+        while e < b and below.item(e) == r:  # (few: the frames below ``r`` where it read them)
+            x = below2.item(e)
+            if (x == ANY_BELOW or x == r2) and lo.item(e) <= h < hi.item(e):
+                return self.art.mask_row_of(t.mask.item(e)), bool(t.end.item(e))
+            e += 1
+        return None
+
+    def stack_dependent(self) -> NDArray[np.bool_]:
+        """Per state: whether its answer may depend on the stack below it or on the headroom
+        (it makes calls, may return into a frame below, or has uncertain tokens), where the
+        fast path of :meth:`mask` does not answer."""
+        pda = self.art.pda
+        assert pda is not None  # a runtime exists only for a pushdown artifact
+        calls = pda.call_offsets[1:] != pda.call_offsets[:-1]
+        special: NDArray[np.bool_] = calls | pda.dfa.accepting.astype(np.bool_)
+        masks = self.art.masks
+        unc = np.asarray(self.uncertain, dtype=np.int64)
+        if unc.shape[0] != special.shape[0]:
+            return special
+        distinct = np.unique(unc)
+        nonempty = np.zeros(masks.num_masks, dtype=np.bool_)
+        nonempty[distinct] = [masks.count(int(m)) > 0 for m in distinct.tolist()]
+        out: NDArray[np.bool_] = special | nonempty[unc]
+        return out
+
+    def compute_mask(self, config: Config) -> tuple[_Answer, _Walk]:
+        """The answer of :meth:`mask` for ``config``, computed (no memo read or written), and
+        the walk that computed it: the frames it read (``reach``) and the headroom interval
+        (``lo``, ``hi``) it holds for."""
         w = self._walk(config)
         closed = w.close([(i, 0, ()) for i in range(len(config))])
         row = np.zeros(self.words, dtype=np.uint32)
@@ -569,8 +645,7 @@ class PushdownRuntime:
                 row[word] |= np.uint32(bit)
         result = (row.view(np.int32), can_end)
         result[0].setflags(write=False)
-        self._store(self._mask_memo, config, None, j, w, result)
-        return result
+        return result, w
 
     def _token_heads(self) -> tuple[NDArray[np.int64], NDArray[np.uint8]]:
         """Each token's length and the class of its first byte (0 for an empty token), from

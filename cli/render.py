@@ -120,6 +120,8 @@ def artifact_summary(out: Output, path: Path, s: dict[str, Any], verified: str |
         ("states", f"{s['states']:,} ({s['byte_classes']} byte classes"
                    + (f", {s['counted_loops']} counted loops)" if s.get("counted_loops") else ")")),
         ("distinct masks", masks),
+        *([("stack contexts", f"{s['context_answers']:,} answers stored (first visits that need no walk)")]
+          if s.get("context_answers") else []),
         ("size", sizes),
         ("versions", f"format {s['format_version']}, compiler {s['compiler_version']}"),
     ]

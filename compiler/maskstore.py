@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["MaskStore", "MaskStoreBuilder", "KIND_ALLOW", "KIND_REJECT", "KIND_DENSE", "KIND_DELTA", "bitmask_words", "pack_bool", "unpack_bool"]
+__all__ = ["MaskStore", "MaskStoreBuilder", "append_masks", "KIND_ALLOW", "KIND_REJECT", "KIND_DENSE", "KIND_DELTA", "bitmask_words", "pack_bool", "unpack_bool"]
 
 KIND_ALLOW = 0
 KIND_REJECT = 1
@@ -177,3 +177,84 @@ class MaskStoreBuilder:
         np.cumsum([d.shape[0] for d in self._data], out=offsets[1:])
         data = np.concatenate(self._data) if self._data else np.zeros(0, dtype=np.int32)
         return MaskStore(self.vocab_size, np.asarray(self._kinds, dtype=np.uint8), offsets, data.astype(np.int32))
+
+
+_REUSE_LIMIT = 4096
+"""Stores of up to this many masks are searched for a row before it is appended."""
+
+
+def _self_contained(row: NDArray[np.int32], vocab_size: int) -> tuple[int, NDArray[np.int32]]:
+    """The smallest of the three self-contained forms of a packed row: (kind, data)."""
+    mask = unpack_bool(row, vocab_size)
+    n_allow = int(np.count_nonzero(mask))
+    words = row.shape[0]
+    if n_allow <= min(vocab_size - n_allow, words):
+        return KIND_ALLOW, np.flatnonzero(mask).astype(np.int32)
+    if vocab_size - n_allow <= words:
+        return KIND_REJECT, np.flatnonzero(~mask).astype(np.int32)
+    return KIND_DENSE, row.astype(np.int32)
+
+
+def append_masks(store: MaskStore, rows: list[tuple[NDArray[np.int32], int]]) -> tuple[MaskStore, list[int]]:
+    """``store`` with more masks after its own (whose ids do not change), and the id of each.
+
+    ``rows``: an int32 bitmask row per mask and a base, a mask of the store that is likely
+    close to it. A row equal to a mask of the store (of up to ``_REUSE_LIMIT`` masks) or to
+    a row given before is not stored again; another is stored in the smallest form: self-
+    contained, or the delta of its base or of one of the last ``DELTA_WINDOW`` masks
+    appended, within ``MAX_DELTA_DEPTH``.
+    """
+    kinds = store.kinds.tolist()
+    datas: list[NDArray[np.int32]] = []
+    depth_of: dict[int, int] = {}
+    seen: dict[bytes, int] = {}
+    base_rows: dict[int, NDArray[np.int32]] = {}
+    recent: list[tuple[int, NDArray[np.int32]]] = []  # the last masks appended (delta bases)
+    ids: list[int] = []
+    existing: dict[bytes, int] | None = None  # the store's own rows (built on first need)
+
+    def depth(m: int) -> int:
+        got = depth_of.get(m)
+        if got is None:
+            got = depth_of[m] = store.depth(m)
+        return got
+
+    for given, base in rows:
+        row = given.view(np.int32)
+        key = row.tobytes()
+        m = seen.get(key)
+        if m is None:
+            brow = base_rows.get(base)
+            if brow is None:
+                brow = base_rows[base] = store.dense_row(base)
+            if np.array_equal(brow, row):
+                m = base
+            elif existing is not None or store.num_masks <= _REUSE_LIMIT:
+                if existing is None:
+                    existing = {store.dense_row(k).tobytes(): k for k in range(store.num_masks - 1, -1, -1)}
+                m = existing.get(key)
+            if m is None:
+                kind, data = _self_contained(row, store.vocab_size)
+                bases = [(b, r) for b, r in [(base, brow), *recent] if depth(b) < MAX_DELTA_DEPTH]
+                if bases:
+                    diffs = [int(np.bitwise_count(r.view(np.uint32) ^ row.view(np.uint32)).sum()) for _, r in bases]
+                    j = int(np.argmin(diffs))
+                    if diffs[j] + 1 < data.shape[0]:
+                        b, r = bases[j]
+                        diff = (row.view(np.uint32) ^ r.view(np.uint32)).view(np.uint8)
+                        flips = np.flatnonzero(np.unpackbits(diff, bitorder="little")).astype(np.int32)
+                        kind, data = KIND_DELTA, np.concatenate([np.array([b], dtype=np.int32), flips])
+                m = len(kinds)
+                kinds.append(kind)
+                datas.append(data)
+                depth_of[m] = depth(int(data[0])) + 1 if kind == KIND_DELTA else 0
+                recent.append((m, row))
+                if len(recent) > DELTA_WINDOW:
+                    del recent[0]
+            seen[key] = m
+        ids.append(m)
+    if not datas:
+        return store, ids
+    offsets = np.concatenate([store.offsets, store.offsets[-1] + np.cumsum([d.shape[0] for d in datas])])
+    data = np.concatenate([store.data, *datas]).astype(np.int32)
+    return MaskStore(store.vocab_size, np.asarray(kinds, dtype=np.uint8), offsets.astype(np.int64), data), ids

@@ -814,7 +814,7 @@ def lower(node: Node, *, max_states: int = 1_000_000, deadline: float | None = N
         horizon: the most items a token can complete (the vocabulary's longest token, in
             bytes): bounded repetitions far longer than this become counted loops
             (:class:`Region`, ``nfa.regions``) instead of copies. None: copies only.
-        uncounted: ``id``\ s of repetitions (or products) of ``node`` to lower with copies
+        uncounted: the ``id`` of each repetition (or product) of ``node`` to lower with copies
             all the same (their counts were found ambiguous).
 
     Returns:
