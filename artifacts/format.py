@@ -43,7 +43,7 @@ FORMAT = "maskc-artifact"
 FORMAT_VERSION = "3"
 COUNTED_FORMAT_VERSION = "4"  # version 3 plus counted loops (the count.* tensors); older readers refuse it
 READ_VERSIONS = (FORMAT_VERSION, COUNTED_FORMAT_VERSION)
-COMPILER_VERSION = "0.3.0"
+COMPILER_VERSION = "0.3.1"
 
 # name -> (dtype, ndim)
 TENSORS: dict[str, tuple[np.dtype[np.generic], int]] = {
