@@ -333,17 +333,25 @@ def _bad_token_ids(data: NDArray[np.int32], offsets: NDArray[np.int64], lens: ND
     return bool(ids.size and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size))
 
 
+def _group(tensors: Mapping[str, NDArray[np.generic]], group: Mapping[str, tuple[np.dtype[np.generic], int]]) -> bool | None:
+    """Whether a group of tensors that come together is malformed: None where none is
+    present, True where one is missing or has another dtype or rank, else False."""
+    present = [k for k in group if k in tensors]
+    if not present:
+        return None
+    if len(present) != len(group):
+        return True
+    return any(tensors[name].dtype != dtype or tensors[name].ndim != ndim for name, (dtype, ndim) in group.items())
+
+
 def _bad_counts(tensors: Mapping[str, NDArray[np.generic]], n: int, counted: bool) -> bool:
     """Whether the count tensors are malformed, or present where the version says none
     (and the other way round). Counted loops live only in regular artifacts."""
-    present = [k for k in COUNT_TENSORS if k in tensors]
+    bad = _group(tensors, COUNT_TENSORS)
     if not counted:
-        return bool(present)
-    if len(present) != len(COUNT_TENSORS) or any(k in tensors for k in PDA_TENSORS):
+        return bad is not None
+    if bad is not False or any(k in tensors for k in PDA_TENSORS):
         return True
-    for name, (dtype, ndim) in COUNT_TENSORS.items():
-        if tensors[name].dtype != dtype or tensors[name].ndim != ndim:
-            return True
     region: NDArray[Any] = tensors["count.region"]
     exit_: NDArray[Any] = tensors["count.exit"]
     span: NDArray[Any] = tensors["count.span"]
@@ -358,14 +366,9 @@ def _bad_counts(tensors: Mapping[str, NDArray[np.generic]], n: int, counted: boo
 
 def _bad_pda(tensors: Mapping[str, NDArray[np.generic]], n: int, m: int) -> bool:
     """Whether the pushdown tables are malformed (all absent is fine: a regular grammar)."""
-    present = [k for k in PDA_TENSORS if k in tensors]
-    if not present:
-        return False
-    if len(present) != len(PDA_TENSORS):
-        return True
-    for name, (dtype, ndim) in PDA_TENSORS.items():
-        if tensors[name].dtype != dtype or tensors[name].ndim != ndim:
-            return True
+    bad = _group(tensors, PDA_TENSORS)
+    if bad is not False:
+        return bool(bad)
     off: NDArray[Any] = tensors["pda.call_offsets"]
     rule, ret = tensors["pda.call_rule"], tensors["pda.call_return"]
     start, need, unc = tensors["pda.rule_start"], tensors["pda.need"], tensors["mask.uncertain"]
@@ -383,14 +386,11 @@ def _bad_pda(tensors: Mapping[str, NDArray[np.generic]], n: int, m: int) -> bool
 
 def _bad_contexts(tensors: Mapping[str, NDArray[np.generic]], n: int, m: int) -> bool:
     """Whether the context answers are malformed, or present without the pushdown tables."""
-    present = [k for k in CTX_TENSORS if k in tensors]
-    if not present:
+    bad = _group(tensors, CTX_TENSORS)
+    if bad is None:
         return False
-    if len(present) != len(CTX_TENSORS) or "pda.call_offsets" not in tensors:
+    if bad or "pda.call_offsets" not in tensors:
         return True
-    for name, (dtype, ndim) in CTX_TENSORS.items():
-        if tensors[name].dtype != dtype or tensors[name].ndim != ndim:
-            return True
     state: NDArray[Any] = tensors["ctx.state"]
     below: NDArray[Any] = tensors["ctx.below"]
     below2: NDArray[Any] = tensors["ctx.below2"]

@@ -60,20 +60,19 @@ def _matching_stacks(art: Artifact, q: int, below: int, below2: int, lo: int, hi
             continue
         frames = [rng.randrange(n) for _ in range(depth)]
         frames[-1] = q
-        if below == NONE_BELOW:
-            if depth != 1:
-                continue
-        elif below != ANY_BELOW:
-            if depth < 2:
-                continue
-            frames[-2] = below
-            if below2 == NONE_BELOW:
-                if depth != 2:
-                    continue
-            elif below2 != ANY_BELOW:
-                if depth < 3:
-                    continue
-                frames[-3] = below2
+        fits = True
+        for k, frame in enumerate((below, below2), start=2):  # the k-th frame from the top
+            if frame == ANY_BELOW:
+                break
+            if frame == NONE_BELOW:
+                fits = depth == k - 1
+                break
+            if depth < k:
+                fits = False
+                break
+            frames[-k] = frame
+        if not fits:
+            continue
         out.append(tuple(frames))
     return out
 
