@@ -73,12 +73,7 @@ class ContextTable:
 
     def span(self, q: int) -> tuple[int, int]:
         """The answers of top state ``q``: indices ``[a, b)``."""
-        a = int(np.searchsorted(self.state, q))
-        b = a
-        n = self.state.shape[0]
-        while b < n and self.state.item(b) == q:
-            b += 1
-        return a, b
+        return int(np.searchsorted(self.state, q)), int(np.searchsorted(self.state, q, side="right"))
 
     def rows_of(self, q: int) -> list[tuple[int, int, int, int, int, bool]]:
         """The answers of top state ``q``: ``(below, below2, mask, lo, hi, end)`` each, in order."""
@@ -116,7 +111,7 @@ def build_contexts(art: Artifact) -> tuple[MaskStore, ContextTable] | None:
     read only the top frame holds under any frames, and ends the state's list.
     """
     from maskc.artifacts.pushdown import PushdownRuntime
-    from maskc.compiler.align_pda import _return_points
+    from maskc.compiler.align_pda import return_points
 
     pda = art.pda
     if pda is None or art.tokenizer is None:
@@ -126,7 +121,7 @@ def build_contexts(art: Artifact) -> tuple[MaskStore, ContextTable] | None:
     if not depends.any():
         return None
     calls = pda.all_calls()
-    returns = _return_points(pda, None, calls)
+    returns = return_points(pda, None, calls)
     bottom = _start_frame(pda, calls)
     owner: list[int] = []
     below: list[tuple[int, int]] = []  # (the frame below the top, the frame below that)

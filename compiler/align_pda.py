@@ -35,7 +35,7 @@ from maskc.compiler.dfa import DEAD, Dfa
 from maskc.compiler.errors import StateLimitExceeded, TimeLimitExceeded
 from maskc.compiler.pda import LazyRows, Pda
 
-__all__ = ["align_pda", "PdaMasks", "INLINE_DEPTH"]
+__all__ = ["align_pda", "PdaMasks", "INLINE_DEPTH", "return_points"]
 
 INLINE_DEPTH = 2  # call levels a token may enter and leave inside a state's precomputed mask
 MAX_LOCAL_STATES = 40_000  # past this the inline depth is lowered
@@ -61,7 +61,7 @@ class PdaMasks:
         self.inline_depth = inline_depth
 
 
-def _return_points(pda: Pda, deadline: float | None = None,
+def return_points(pda: Pda, deadline: float | None = None,
                    calls: list[list[tuple[int, int]]] | None = None) -> list[list[int]]:
     """Per state: where its rule(s) can return to, in any caller (context expansion).
 
@@ -156,12 +156,12 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
     more bytes are rare), from a fraction of the subsets.
 
     ``frames``: each state's calls and return points (:meth:`Pda.all_calls`,
-    :func:`_return_points`), shared by the builds of one grammar. Returns None, having built
+    :func:`return_points`), shared by the builds of one grammar. Returns None, having built
     nothing, when the states alone exceed ``limit`` (each seeds a subset of its own).
     """
     if pda.num_states > limit:
         return None
-    calls, returns = frames if frames is not None else (pda.all_calls(), _return_points(pda, deadline))
+    calls, returns = frames if frames is not None else (pda.all_calls(), return_points(pda, deadline))
     trans = LazyRows(pda.dfa.trans)  # (a large grammar's plain states are stepped in bulk, never read here)
     accepting = pda.dfa.accepting.tolist()
     starts = pda.rule_start.tolist()
@@ -377,7 +377,7 @@ def align_pda(
     k = inline_depth
     horizon = max(table.max_len, 1)
     calls = pda.all_calls()
-    frames = (calls, _return_points(pda, deadline, calls))
+    frames = (calls, return_points(pda, deadline, calls))
     outer = OUTER_HORIZON
     built = _local_automata(pda, k, deadline, horizon=horizon, frames=frames, outer_horizon=outer)
     while built is None and k > 1:
