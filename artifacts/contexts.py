@@ -27,7 +27,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from maskc.artifacts.format import CTX_TENSORS
-from maskc.compiler.maskstore import MaskStore, append_masks
+from maskc.compiler.dfa import first_seen
+from maskc.compiler.maskstore import MaskStore, MaskStoreBuilder, unpack_bool
 from maskc.compiler.pda import Pda
 
 if TYPE_CHECKING:
@@ -75,12 +76,6 @@ class ContextTable:
         """The answers of top state ``q``: indices ``[a, b)``."""
         return int(np.searchsorted(self.state, q)), int(np.searchsorted(self.state, q, side="right"))
 
-    def rows_of(self, q: int) -> list[tuple[int, int, int, int, int, bool]]:
-        """The answers of top state ``q``: ``(below, below2, mask, lo, hi, end)`` each, in order."""
-        a, b = self.span(q)
-        return list(zip(self.below[a:b].tolist(), self.below2[a:b].tolist(), self.mask[a:b].tolist(),
-                        self.lo[a:b].tolist(), self.hi[a:b].tolist(), [bool(e) for e in self.end[a:b].tolist()]))
-
 
 def _start_frame(pda: Pda, calls: list[list[tuple[int, int]]]) -> NDArray[np.bool_]:
     """States of the start rule's own frame: from its start over bytes and call returns
@@ -93,8 +88,8 @@ def _start_frame(pda: Pda, calls: list[list[tuple[int, int]]]) -> NDArray[np.boo
     while frontier.size:
         step = trans[frontier].ravel()
         rets = [ret for q in frontier.tolist() for _, ret in calls[q]]
-        nxt = np.unique(np.concatenate([step[step >= 0], np.asarray(rets, dtype=np.int64)]).astype(np.int64))
-        frontier = nxt[~seen[nxt]]
+        nxt = np.concatenate([step[step >= 0], np.asarray(rets, dtype=np.int64)]).astype(np.int64)
+        frontier = first_seen(nxt[~seen[nxt]], n)
         seen[frontier] = True
     return seen
 
@@ -175,7 +170,15 @@ def build_contexts(art: Artifact) -> tuple[MaskStore, ContextTable] | None:
             del todo[:k]
     if not below:
         return None
-    store, ids = append_masks(art.masks, rows)
+    builder = MaskStoreBuilder(art.vocab_size, art.masks)
+    found: dict[bytes, int] = {}  # (answers repeat: a few dozen distinct rows in thousands)
+    ids = []
+    for row, base in rows:
+        m = found.get(row.tobytes())
+        if m is None:
+            m = found[row.tobytes()] = builder.add(unpack_bool(row, art.vocab_size), base)
+        ids.append(m)
+    store = builder.build()
     # sorted by top state, then by the frames below (NONE_BELOW and ANY_BELOW first): the
     # runtime searches them. The headroom lies in [0, max_depth): an interval is kept
     # within [-1, max_depth + 1], which holds the same headrooms.

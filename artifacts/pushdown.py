@@ -581,18 +581,11 @@ class PushdownRuntime:
         """Per state: whether its answer may depend on the stack below it or on the headroom
         (it makes calls, may return into a frame below, or has uncertain tokens), where the
         fast path of :meth:`mask` does not answer."""
-        pda = self.art.pda
-        assert pda is not None  # a runtime exists only for a pushdown artifact
-        calls = pda.call_offsets[1:] != pda.call_offsets[:-1]
-        special: NDArray[np.bool_] = calls | pda.dfa.accepting.astype(np.bool_)
-        masks = self.art.masks
-        unc = np.asarray(self.uncertain, dtype=np.int64)
-        if unc.shape[0] != special.shape[0]:
-            return special
-        distinct = np.unique(unc)
-        nonempty = np.zeros(masks.num_masks, dtype=np.bool_)
-        nonempty[distinct] = [masks.count(int(m)) > 0 for m in distinct.tolist()]
-        out: NDArray[np.bool_] = special | nonempty[unc]
+        if self._kinds is None:
+            self._build_kinds()
+        assert isinstance(self._kinds, bytes) and isinstance(self._no_uncertain, bytes)
+        kinds = np.frombuffer(self._kinds, dtype=np.uint8)
+        out: NDArray[np.bool_] = (kinds != 0) | (np.frombuffer(self._no_uncertain, dtype=np.uint8) == 0)
         return out
 
     def compute_mask(self, config: Config) -> tuple[_Answer, _Walk]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["MaskStore", "MaskStoreBuilder", "append_masks", "KIND_ALLOW", "KIND_REJECT", "KIND_DENSE", "KIND_DELTA", "bitmask_words", "pack_bool", "unpack_bool"]
+__all__ = ["MaskStore", "MaskStoreBuilder", "KIND_ALLOW", "KIND_REJECT", "KIND_DENSE", "KIND_DELTA", "bitmask_words", "pack_bool", "unpack_bool"]
 
 KIND_ALLOW = 0
 KIND_REJECT = 1
@@ -20,6 +20,7 @@ KIND_DENSE = 2
 KIND_DELTA = 3  # data = [base mask id, token ids whose bit differs from the base]
 MAX_DELTA_DEPTH = 8
 DELTA_WINDOW = 16
+REUSE_LIMIT = 4096  # a store given to a builder with up to this many masks is searched for each new one
 
 
 def bitmask_words(vocab_size: int) -> int:
@@ -117,9 +118,12 @@ class MaskStore:
 
 
 class MaskStoreBuilder:
-    """Collects boolean masks, deduplicating identical ones."""
+    """Collects boolean masks, deduplicating identical ones.
 
-    def __init__(self, vocab_size: int) -> None:
+    ``store``: masks already built, kept with their ids; what is added goes after them (a
+    store of up to ``REUSE_LIMIT`` masks is also searched for a mask before it is added)."""
+
+    def __init__(self, vocab_size: int, store: MaskStore | None = None) -> None:
         self.vocab_size = vocab_size
         self._index: dict[bytes, int] = {}
         self._kinds: list[int] = []
@@ -129,8 +133,30 @@ class MaskStoreBuilder:
         self._ring = np.zeros((DELTA_WINDOW, (bitmask_words(vocab_size) + 1) // 2), dtype=np.uint64)
         self._ring_id = [-1] * DELTA_WINDOW
         self._next = 0
+        self._store = store
+        self._base_rows: dict[int, NDArray[np.uint64]] = {}
+        if store is not None:
+            if store.vocab_size != vocab_size:
+                raise ValueError(f"store vocab_size {store.vocab_size} != {vocab_size}")
+            offsets = store.offsets.tolist()
+            for m, kind in enumerate(store.kinds.tolist()):
+                data = store.data[offsets[m] : offsets[m + 1]]
+                self._kinds.append(kind)
+                self._data.append(data)
+                self._depth.append(self._depth[int(data[0])] + 1 if kind == KIND_DELTA else 0)  # bases come first
+            if store.num_masks <= REUSE_LIMIT:
+                for m in range(store.num_masks - 1, -1, -1):  # (the first of equal masks wins)
+                    self._index[store.dense_row(m).tobytes()] = m
 
-    def add(self, mask: NDArray[np.bool_]) -> int:
+    def _wide(self, row: NDArray[np.int32]) -> NDArray[np.uint64]:
+        wide = np.zeros(self._ring.shape[1] * 2, dtype=np.int32)
+        wide[: row.shape[0]] = row
+        return wide.view(np.uint64)
+
+    def add(self, mask: NDArray[np.bool_], base: int | None = None) -> int:
+        """The id of ``mask``, added if new. ``base``: a mask of the store given at
+        construction that is likely close to it, tried as a delta base before the last
+        ``DELTA_WINDOW`` masks added."""
         if mask.shape != (self.vocab_size,):
             raise ValueError(f"mask width {mask.shape} != vocab_size {self.vocab_size}")
         row = pack_bool(mask)
@@ -149,19 +175,26 @@ class MaskStoreBuilder:
             kind, data = KIND_DENSE, row
         depth = 0
         # Delta form: masks of neighbouring states (counted runs) differ in a few tokens.
-        wide = np.zeros(self._ring.shape[1] * 2, dtype=np.int32)
-        wide[:words] = row
-        as64 = wide.view(np.uint64)
+        as64 = self._wide(row)
         slots = [(self._next + i) % DELTA_WINDOW for i in range(DELTA_WINDOW)]  # oldest first
         slots = [sl for sl in slots if self._ring_id[sl] >= 0 and self._depth[self._ring_id[sl]] < MAX_DELTA_DEPTH]
-        if slots:
-            diffs = np.bitwise_count(self._ring ^ as64[None, :]).sum(axis=1, dtype=np.int64)[slots]
-            j = int(np.argmin(diffs))  # the oldest of the closest
+        ids = [self._ring_id[sl] for sl in slots]
+        bases = self._ring[slots]
+        if base is not None and self._store is not None and self._depth[base] < MAX_DELTA_DEPTH:
+            brow = self._base_rows.get(base)
+            if brow is None:
+                brow = self._base_rows[base] = self._wide(self._store.dense_row(base))
+            ids.insert(0, base)
+            bases = np.concatenate([brow[None, :], bases])
+        if ids:
+            diffs = np.bitwise_count(bases ^ as64[None, :]).sum(axis=1, dtype=np.int64)
+            j = int(np.argmin(diffs))  # the first of the closest: the base given, else the oldest
+            if int(diffs[j]) == 0:
+                return ids[j]  # (a base the index does not hold: a large store's)
             if int(diffs[j]) + 1 < data.shape[0]:
-                base = self._ring_id[slots[j]]
-                flips = np.flatnonzero(unpack_bool(self._ring[slots[j]], self.vocab_size) != mask).astype(np.int32)
-                kind, data = KIND_DELTA, np.concatenate([np.array([base], dtype=np.int32), flips])
-                depth = self._depth[base] + 1
+                flips = np.flatnonzero(unpack_bool(bases[j], self.vocab_size) != mask).astype(np.int32)
+                kind, data = KIND_DELTA, np.concatenate([np.array([ids[j]], dtype=np.int32), flips])
+                depth = self._depth[ids[j]] + 1
         m = len(self._kinds)
         self._index[key] = m
         self._kinds.append(kind)
@@ -177,84 +210,3 @@ class MaskStoreBuilder:
         np.cumsum([d.shape[0] for d in self._data], out=offsets[1:])
         data = np.concatenate(self._data) if self._data else np.zeros(0, dtype=np.int32)
         return MaskStore(self.vocab_size, np.asarray(self._kinds, dtype=np.uint8), offsets, data.astype(np.int32))
-
-
-_REUSE_LIMIT = 4096
-"""Stores of up to this many masks are searched for a row before it is appended."""
-
-
-def _self_contained(row: NDArray[np.int32], vocab_size: int) -> tuple[int, NDArray[np.int32]]:
-    """The smallest of the three self-contained forms of a packed row: (kind, data)."""
-    mask = unpack_bool(row, vocab_size)
-    n_allow = int(np.count_nonzero(mask))
-    words = row.shape[0]
-    if n_allow <= min(vocab_size - n_allow, words):
-        return KIND_ALLOW, np.flatnonzero(mask).astype(np.int32)
-    if vocab_size - n_allow <= words:
-        return KIND_REJECT, np.flatnonzero(~mask).astype(np.int32)
-    return KIND_DENSE, row.astype(np.int32)
-
-
-def append_masks(store: MaskStore, rows: list[tuple[NDArray[np.int32], int]]) -> tuple[MaskStore, list[int]]:
-    """``store`` with more masks after its own (whose ids do not change), and the id of each.
-
-    ``rows``: an int32 bitmask row per mask and a base, a mask of the store that is likely
-    close to it. A row equal to a mask of the store (of up to ``_REUSE_LIMIT`` masks) or to
-    a row given before is not stored again; another is stored in the smallest form: self-
-    contained, or the delta of its base or of one of the last ``DELTA_WINDOW`` masks
-    appended, within ``MAX_DELTA_DEPTH``.
-    """
-    kinds = store.kinds.tolist()
-    datas: list[NDArray[np.int32]] = []
-    depth_of: dict[int, int] = {}
-    seen: dict[bytes, int] = {}
-    base_rows: dict[int, NDArray[np.int32]] = {}
-    recent: list[tuple[int, NDArray[np.int32]]] = []  # the last masks appended (delta bases)
-    ids: list[int] = []
-    existing: dict[bytes, int] | None = None  # the store's own rows (built on first need)
-
-    def depth(m: int) -> int:
-        got = depth_of.get(m)
-        if got is None:
-            got = depth_of[m] = store.depth(m)
-        return got
-
-    for given, base in rows:
-        row = given.view(np.int32)
-        key = row.tobytes()
-        m = seen.get(key)
-        if m is None:
-            brow = base_rows.get(base)
-            if brow is None:
-                brow = base_rows[base] = store.dense_row(base)
-            if np.array_equal(brow, row):
-                m = base
-            elif existing is not None or store.num_masks <= _REUSE_LIMIT:
-                if existing is None:
-                    existing = {store.dense_row(k).tobytes(): k for k in range(store.num_masks - 1, -1, -1)}
-                m = existing.get(key)
-            if m is None:
-                kind, data = _self_contained(row, store.vocab_size)
-                bases = [(b, r) for b, r in [(base, brow), *recent] if depth(b) < MAX_DELTA_DEPTH]
-                if bases:
-                    diffs = [int(np.bitwise_count(r.view(np.uint32) ^ row.view(np.uint32)).sum()) for _, r in bases]
-                    j = int(np.argmin(diffs))
-                    if diffs[j] + 1 < data.shape[0]:
-                        b, r = bases[j]
-                        diff = (row.view(np.uint32) ^ r.view(np.uint32)).view(np.uint8)
-                        flips = np.flatnonzero(np.unpackbits(diff, bitorder="little")).astype(np.int32)
-                        kind, data = KIND_DELTA, np.concatenate([np.array([b], dtype=np.int32), flips])
-                m = len(kinds)
-                kinds.append(kind)
-                datas.append(data)
-                depth_of[m] = depth(int(data[0])) + 1 if kind == KIND_DELTA else 0
-                recent.append((m, row))
-                if len(recent) > DELTA_WINDOW:
-                    del recent[0]
-            seen[key] = m
-        ids.append(m)
-    if not datas:
-        return store, ids
-    offsets = np.concatenate([store.offsets, store.offsets[-1] + np.cumsum([d.shape[0] for d in datas])])
-    data = np.concatenate([store.data, *datas]).astype(np.int32)
-    return MaskStore(store.vocab_size, np.asarray(kinds, dtype=np.uint8), offsets.astype(np.int64), data), ids

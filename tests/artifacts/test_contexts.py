@@ -16,7 +16,8 @@ from maskc.artifacts.artifact import Artifact
 from maskc.artifacts.contexts import ANY_BELOW, NONE_BELOW, build_contexts
 from maskc.artifacts.io import save_bytes
 from maskc.artifacts.pushdown import Config, PushdownRuntime
-from maskc.compiler.maskstore import MAX_DELTA_DEPTH, MaskStoreBuilder, append_masks, pack_bool
+from maskc.compiler import maskstore
+from maskc.compiler.maskstore import MAX_DELTA_DEPTH, MaskStoreBuilder, pack_bool, unpack_bool
 from maskc.compiler.vocab import Vocabulary
 from tests.artifacts.test_pushdown_fast import _loaded
 from tests.artifacts.test_pushdown_first_visit import GRAMMARS, _configs
@@ -115,10 +116,11 @@ def test_no_answer_is_taken_for_frames_it_does_not_name(name: str, pda_vocab: Vo
     rt = PushdownRuntime(art)
     tried = 0
     for q in sorted(set(t.state.tolist())):
-        rows = t.rows_of(q)
-        if any(r == ANY_BELOW for r, *_ in rows):
+        a, b = t.span(q)
+        rows = list(zip(t.below[a:b].tolist(), t.below2[a:b].tolist()))
+        if any(r == ANY_BELOW for r, _ in rows):
             continue
-        named = {r for r, *_ in rows} | {r2 for _, r2, *_ in rows}
+        named = {r for r, _ in rows} | {r2 for _, r2 in rows}
         for other in (x for x in range(art.num_states) if x not in named):
             for below2 in (other, *sorted(x for x in named if x >= 0)):
                 assert rt._context((below2, other, q)) is None, (q, other)
@@ -230,44 +232,51 @@ def test_contexts_are_deterministic(pda_vocab: Vocabulary) -> None:
         assert np.array_equal(arr, one.tensors[name]), name
 
 
-def test_appended_masks_decode_to_the_rows_given() -> None:
-    """Rows near a base, near each other, equal to a stored mask, repeated, far from all:
-    each decodes to itself, the store's own masks keep their ids and rows, and no delta
-    chain passes ``MAX_DELTA_DEPTH``."""
+@pytest.mark.parametrize("searched", [True, False])
+def test_masks_added_after_a_store_decode_to_what_was_given(searched: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A builder resumed from a store, given masks near a base, near each other, equal to a
+    stored mask, repeated, far from all: each decodes to itself, the store's own masks keep
+    their ids and rows, and no delta chain passes ``MAX_DELTA_DEPTH`` (the store searched
+    for each new mask, or too large to be)."""
+    if not searched:
+        monkeypatch.setattr(maskstore, "REUSE_LIMIT", 0)
     rng = np.random.default_rng(4)
     vocab = 300
-    builder = MaskStoreBuilder(vocab)
+    first = MaskStoreBuilder(vocab)
     base_masks = [rng.random(vocab) < p for p in (0.02, 0.5, 0.97)]
     chain = base_masks[1].copy()
     for _ in range(MAX_DELTA_DEPTH + 2):  # a long delta chain inside the store
         chain = chain.copy()
         chain[rng.integers(vocab)] ^= True
         base_masks.append(chain)
-    base_ids = [builder.add(m) for m in base_masks]
-    store = builder.build()
+    base_ids = [first.add(m) for m in base_masks]
+    store = first.build()
     deepest = max(range(store.num_masks), key=store.depth)
-    rows: list[tuple[np.ndarray, int]] = []
+    assert store.depth(deepest) == MAX_DELTA_DEPTH
+    builder = MaskStoreBuilder(vocab, store)
     wanted: list[np.ndarray] = []
+    ids: list[int] = []
     for k in range(60):
         b = base_ids[k % len(base_ids)] if k % 7 else deepest
-        mask = base_masks[base_ids.index(b)].copy() if b in base_ids else store.dense_row(b)
-        if isinstance(mask, np.ndarray) and mask.dtype != np.bool_:
-            mask = np.unpackbits(mask.view(np.uint8), bitorder="little")[:vocab].astype(np.bool_)
+        mask = unpack_bool(store.dense_row(b), vocab)
         flips = rng.integers(vocab, size=int(rng.integers(0, 6))) if k % 11 else rng.integers(vocab, size=150)
         mask[flips] ^= True
         wanted.append(mask)
-        rows.append((pack_bool(mask), b))
-    rows.append((pack_bool(base_masks[0]), base_ids[2]))  # equal to a stored mask, another base
-    wanted.append(base_masks[0])
-    rows.append(rows[3])  # given twice
-    wanted.append(wanted[3])
-    out, ids = append_masks(store, rows)
+        ids.append(builder.add(mask, b))
+    wanted.append(base_masks[0])  # equal to a stored mask, given another base
+    ids.append(builder.add(base_masks[0], base_ids[2]))
+    wanted.append(base_masks[1])  # equal to its base
+    ids.append(builder.add(base_masks[1], base_ids[1]))
+    wanted.append(wanted[3])  # given twice
+    ids.append(builder.add(wanted[3], base_ids[0]))
+    out = builder.build()
     for m in range(store.num_masks):
         assert np.array_equal(out.dense_row(m), store.dense_row(m))
     for mask, m in zip(wanted, ids):
         assert np.array_equal(out.dense_row(m), pack_bool(mask))
         assert out.depth(m) <= MAX_DELTA_DEPTH
-    assert ids[-2] == base_ids[0] and ids[-1] == ids[3]
-    assert len(set(ids)) < len(ids)
+    assert ids[-2] == base_ids[1] and ids[-1] == ids[3]
+    if searched:
+        assert ids[-3] == base_ids[0]
     new_kinds = out.kinds[store.num_masks:]
     assert (new_kinds == 3).any() and (new_kinds != 3).any()
