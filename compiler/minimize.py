@@ -8,6 +8,7 @@ in class order), so equal languages over equal classes give identical arrays.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -32,7 +33,7 @@ def _row_ids(rows: NDArray[np.int64]) -> tuple[NDArray[np.int64], int]:
 
 
 def _is_congruence(block: NDArray[np.int64], initial: NDArray[np.int64], out: NDArray[np.int64],
-                   live_col: NDArray[np.int64], live_tgt: NDArray[np.int64]) -> bool:
+                   live_col: NDArray[Any], live_tgt: NDArray[Any]) -> bool:
     """Whether every block agrees on ``initial`` and on the blocks of its successors: each
     state has its block's first state's live columns, with successors in the same blocks
     (the live transitions of state ``s``: ``live_col``/``live_tgt[out[s]:out[s + 1]]``)."""
@@ -75,16 +76,16 @@ def _rounds(
     return block, False
 
 
-def _predecessors(src: NDArray[np.int64], dst: NDArray[np.int64], n: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+def _predecessors(src: NDArray[Any], dst: NDArray[Any], n: int) -> tuple[NDArray[Any], NDArray[np.int64]]:
     """CSR of the states with a transition into each state, from the transitions
     ``src -> dst``: ``pred[start[t]:start[t + 1]]``."""
     order = np.argsort(dst, kind="stable")
-    start = np.zeros(n + 1, dtype=np.int64)
+    start = np.zeros(n + 1, dtype=np.int64)  # (src and dst may be int32: the result keeps src's type)
     np.cumsum(np.bincount(dst, minlength=n), out=start[1:])
     return src[order], start
 
 
-def _positions(starts: NDArray[np.int64], ids: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+def _positions(starts: NDArray[np.int64], ids: NDArray[Any]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """The positions ``starts[i]:starts[i + 1]`` of every ``i`` in ``ids``, concatenated, and
     how many each ``i`` has."""
     lo = starts[ids]
@@ -95,7 +96,7 @@ def _positions(starts: NDArray[np.int64], ids: NDArray[np.int64]) -> tuple[NDArr
     return np.repeat(lo - (np.cumsum(cnt) - cnt), cnt) + np.arange(total, dtype=np.int64), cnt
 
 
-def _gather(starts: NDArray[np.int64], flat: NDArray[np.int64], ids: NDArray[np.int64]) -> NDArray[np.int64]:
+def _gather(starts: NDArray[np.int64], flat: NDArray[Any], ids: NDArray[Any]) -> NDArray[Any]:
     """``flat[starts[i]:starts[i + 1]]`` for every ``i`` in ``ids``, concatenated."""
     return flat[_positions(starts, ids)[0]]
 
@@ -130,11 +131,15 @@ def _incremental_rounds(
     sig1 = np.zeros(cap, dtype=np.int64)
     sig2 = np.zeros(cap, dtype=np.int64)
     # the live transitions, by source state: state s has live_col/live_tgt[out[s]:out[s + 1]]
+    # (int32 where every value fits: a large table has millions of them)
     live_src, live_col = np.nonzero(trans >= 0)  # (row-major: by source state, then column)
-    live_tgt = trans[live_src, live_col].astype(np.int64)
+    idx = np.int32 if max(n, c) < 2**31 else np.int64
+    live_tgt: NDArray[Any] = trans[live_src, live_col].astype(idx, copy=False)
+    live_col = live_col.astype(idx)
     out = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(live_src, minlength=n), out=out[1:])
-    src, pstart = _predecessors(live_src.astype(np.int64), live_tgt, n)
+    src, pstart = _predecessors(live_src.astype(idx), live_tgt, n)
+    del live_src
     # random odd multipliers, one pair per column (more drawn, fixed seed, for a wide table)
     mult = (_MULT if c <= _MULT.shape[1] else np.random.default_rng(c).integers(1, 2**62, size=(2, c)) | 1)[:, :c]
     # A signature hashes a state's row of successor blocks (-1 where a transition is
@@ -146,7 +151,6 @@ def _incremental_rounds(
     if tz is None:
         with np.errstate(over="ignore"):
             base = -mult.sum(axis=1)
-            weight = (mult[0][live_col], mult[1][live_col])
     dirty = np.arange(n, dtype=np.int64)
     rounds = 0
     stable = True
@@ -163,12 +167,13 @@ def _incremental_rounds(
         else:
             pos, cnt = _positions(out, dirty)
             succ = block[live_tgt[pos]] + 1
+            cols = live_col[pos]
             ends = np.cumsum(cnt)
             h = np.empty((dirty.shape[0], 2), dtype=np.int64)
             with np.errstate(over="ignore"):
                 for k in (0, 1):
                     acc = np.zeros(pos.shape[0] + 1, dtype=np.int64)
-                    np.cumsum(succ * weight[k][pos], out=acc[1:])
+                    np.cumsum(succ * mult[k][cols], out=acc[1:])
                     h[:, k] = base[k] + acc[ends] - acc[ends - cnt]
         b = block[dirty]
         match = has_sig[b] & (h[:, 0] == sig1[b]) & (h[:, 1] == sig2[b])

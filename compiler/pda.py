@@ -263,35 +263,57 @@ def _canonical_blocks(full: NDArray[np.int32], c: int, block: NDArray[np.int64],
     rule's start, each block's columns in order, a callee's start right after its call
     column. Returns each number's representative (the block's first kept state) and block.
 
-    The candidates of every kept state (its live targets' blocks, callee starts' blocks) are
-    listed once, from arrays; the walk itself is a loop over plain lists.
+    The candidates of every representative (its live targets' blocks, callee starts' blocks)
+    are listed once, in arrays, and the walk goes a level at a time: a level's new blocks,
+    in the order of its representatives and their candidates, are exactly those a queue
+    would number next, in that order.
     """
     kept = np.flatnonzero(keep)
-    rep_of = np.full(int(block.max()) + 1, -1, dtype=np.int64)
+    nblocks = int(block.max()) + 1
+    rep_of = np.full(nblocks, -1, dtype=np.int64)
     rep_of[block[kept[::-1]]] = kept[::-1]  # the first kept state of each block
-    src, col = np.nonzero((full >= 0) & keep[:, None])  # row-major: by state, then column
-    calls = col >= c
-    per = 1 + calls.astype(np.int64)  # a call column lists its target, then the callee's start
-    at = np.cumsum(per) - per
-    cand = np.empty(int(per.sum()), dtype=np.int64)
-    cand[at] = block[full[src, col]]
-    cand[at[calls] + 1] = block[starts[col[calls] - c]]
-    flat = cand.tolist()
-    ptr = np.zeros(full.shape[0] + 1, dtype=np.int64)
-    np.cumsum(np.bincount(src, weights=per, minlength=full.shape[0]).astype(np.int64), out=ptr[1:])
-    ptrs = ptr.tolist()
-    reps = rep_of.tolist()
-    seen = [False] * rep_of.shape[0]
+    reps = rep_of[rep_of >= 0]
+    # per representative, a slot per byte column and two per call column (the return
+    # state's block, then the callee start's), -1 where none: its candidates are its row's
+    # slots that hold a block, in order
+    dt = np.int32 if nblocks < 2**31 else np.int64
+    block_or_none = np.append(block, -1).astype(dt)  # (a missing edge, -1, reads the last entry)
+    rows = full[reps]
+    r = rows.shape[1] - c
+    slots = np.empty((reps.shape[0], c + 2 * r), dtype=dt)
+    slots[:, :c] = block_or_none[rows[:, :c]]
+    slots[:, c::2] = block_or_none[rows[:, c:]]
+    slots[:, c + 1 :: 2] = np.where(rows[:, c:] >= 0, block_or_none[starts][None, :], -1)
+    del rows
+    live = slots >= 0
+    per_rep = live.sum(axis=1)
+    cand = slots[live]
+    del slots, live
+    lo = np.zeros(nblocks, dtype=np.int64)  # a block's candidates: cand[lo:lo + cnt], its representative's
+    cnt = np.zeros(nblocks, dtype=np.int64)
+    lo[block[reps]] = np.cumsum(per_rep) - per_rep
+    cnt[block[reps]] = per_rep
+    seen = np.zeros(nblocks, dtype=np.bool_)
     first = int(block[starts[0]])
-    order = [first]
     seen[first] = True
-    for b in order:  # (grows while it is read: a queue)
-        q = reps[b]
-        for t in flat[ptrs[q] : ptrs[q + 1]]:
-            if not seen[t]:
-                seen[t] = True
-                order.append(t)
-    order_arr = np.asarray(order, dtype=np.int64)
+    parts = [np.asarray([first], dtype=np.int64)]
+    frontier = parts[0]
+    while frontier.size:
+        n = cnt[frontier]
+        total = int(n.sum())
+        if not total:
+            break
+        pos = np.repeat(lo[frontier] - (np.cumsum(n) - n), n) + np.arange(total, dtype=np.int64)
+        succ = cand[pos]
+        succ = succ[~seen[succ]]
+        if not succ.size:
+            break
+        _, at_first = np.unique(succ, return_index=True)
+        fresh = succ[np.sort(at_first)].astype(np.int64)
+        seen[fresh] = True
+        parts.append(fresh)
+        frontier = fresh
+    order_arr = np.concatenate(parts)
     return rep_of[order_arr], order_arr
 
 
@@ -310,24 +332,25 @@ def build_pda(rules: ResolvedRules, options: CompileOptions, timings: dict[str, 
     nfa = lower_rules(list(zip(rules.names, rules.bodies)), max_states=lim.max_nfa_states, deadline=deadline)
     t1 = time.perf_counter()
     trans, byte_class, accepting, starts = determinize_rules(nfa, max_states=lim.max_states, deadline=deadline)
+    del nfa  # (the largest structure of a large grammar: not held through the refinement)
     t2 = time.perf_counter()
     r = len(rules.names)
     c = trans.shape[1] - r
-    byte_t, call_t = trans[:, :c], trans[:, c:]
+    # ``full`` is the table, trimmed in place (its byte and call columns are views of it)
+    full = trans
+    byte_t, call_t = full[:, :c], full[:, c:]
     live, productive = _live(byte_t, call_t, accepting, starts)
     if not productive[0]:
         raise EmptyLanguage(f"the start rule {rules.names[0]!r} can never finish")
-    call_t = np.where(productive[None, :] & (call_t >= 0), call_t, DEAD).astype(np.int32)
-    # drop edges into states that cannot finish
-    ok_b = (byte_t >= 0) & live[np.where(byte_t >= 0, byte_t, 0)]
-    byte_t = np.where(ok_b, byte_t, DEAD).astype(np.int32)
-    ok_c = (call_t >= 0) & live[np.where(call_t >= 0, call_t, 0)]
-    call_t = np.where(ok_c, call_t, DEAD).astype(np.int32)
+    call_t[:, ~productive] = DEAD
+    # drop edges into states that cannot finish (a missing edge, -1, reads the last entry: False)
+    live_or_none = np.append(live, False)
+    full[~live_or_none[full]] = DEAD
+    del live_or_none
     keep = live & _reachable(byte_t, call_t, starts)
     called = np.zeros(r, dtype=np.bool_)
     called[0] = True
     called[np.flatnonzero((call_t[keep] >= 0).any(axis=0))] = True
-    full = np.concatenate([byte_t, call_t], axis=1)
     # Moore refinement over bytes and calls together: equal blocks have equal languages
     # over the extended alphabet, so merging them keeps every rule's language.
     if keep.sum() <= MAX_STATES:
@@ -343,6 +366,7 @@ def build_pda(rules: ResolvedRules, options: CompileOptions, timings: dict[str, 
     remap = np.full(int(block.max()) + 1, DEAD, dtype=np.int64)
     remap[order_arr] = np.arange(n)
     sub = full[reps]
+    del trans, full, byte_t, call_t
     sub = np.where(sub >= 0, remap[block[np.where(sub >= 0, sub, 0)]], DEAD).astype(np.int32)
     acc = accepting[reps].copy()
     rule_start = np.where(called, remap[block[start_arr]], DEAD).astype(np.int32)
