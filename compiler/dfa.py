@@ -7,6 +7,8 @@ pruned DFA can reach an accepting state, so a missing transition is the only way
 
 from __future__ import annotations
 
+from array import array
+
 import time
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -297,7 +299,7 @@ def _subsets(
             index[first] = len(order)
             order.append(first)
         starts.append(index[first])
-    rows: list[list[int]] = []
+    rows = array("i")  # the rows, concatenated (4 bytes a cell, not a list of ints per row)
     accepting: list[bool] = []
     i = 0
     while i < len(order):
@@ -333,9 +335,10 @@ def _subsets(
                 index[nxt] = j
                 order.append(nxt)
             row[lo:hi] = [j] * (hi - lo)
-        rows.append(row)
+        rows.extend(row)
         i += 1
-    trans = np.asarray(rows, dtype=np.int32).reshape(len(rows), num_classes)
+    # (writable, over the array's own buffer: no copy)
+    trans = np.frombuffer(rows, dtype=np.int32).reshape(len(order), num_classes)
     if not counted:
         return trans, byte_class, np.asarray(accepting, dtype=np.bool_), starts, None, None
     return (trans, byte_class, np.asarray(accepting, dtype=np.bool_), starts,
