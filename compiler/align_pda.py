@@ -44,6 +44,7 @@ UNION_MAX_STATES = 16_384  # alignment automata aligned as one up to this many s
 # Bytes into a token past which a walk that left its frame is no longer followed through the
 # callers' return points: it goes loose (its token is uncertain, settled on the live stack).
 OUTER_HORIZON = 6
+GROUP_MEMO_LIMIT = 8192  # state sets whose class groups are kept (a large grammar meets 50,000, most once)
 _BULK_CHUNK = 4096  # plain states stepped per array operation (bounds the temporaries)
 
 Local = tuple[tuple[int, ...], int]  # (return states pushed within the token, current state)
@@ -62,11 +63,12 @@ class PdaMasks:
 
 
 def return_points(pda: Pda, deadline: float | None = None,
-                   calls: list[list[tuple[int, int]]] | None = None) -> list[list[int]]:
-    """Per state: where its rule(s) can return to, in any caller (context expansion).
+                  calls: list[list[tuple[int, int]]] | None = None) -> list[list[int]]:
+    """Per state: where its rule(s) can return to, in any caller (context expansion), sorted.
 
     A state belongs to every rule whose start reaches it by bytes and call-return edges
     (minimization may share a state between rules); the start rule, not called, has none.
+    States of the same rules share one list (read it, never change it).
     """
     n = pda.num_states
     returns: dict[int, set[int]] = {}
@@ -75,8 +77,8 @@ def return_points(pda: Pda, deadline: float | None = None,
     for q in range(n):
         for rule, ret in calls[q]:
             returns.setdefault(rule, set()).add(ret)
-    out: list[set[int]] = [set() for _ in range(n)]
-    succs = [[t for t in row if t >= 0] + [ret for _, ret in calls[q]] for q, row in enumerate(pda.dfa.trans.tolist())]
+    ptr, flat = _byte_successors(pda.dfa.trans)
+    member: list[list[int] | None] = [None] * n  # the called rules that reach each state
     for rule, start in enumerate(pda.rule_start.tolist()):
         if start < 0 or rule not in returns:
             continue
@@ -86,12 +88,47 @@ def return_points(pda: Pda, deadline: float | None = None,
         work = [start]
         while work:
             q = work.pop()
-            out[q] |= returns[rule]
-            for t in succs[q]:
+            got = member[q]
+            if got is None:
+                member[q] = [rule]
+            else:
+                got.append(rule)
+            for t in flat[ptr[q] : ptr[q + 1]]:
                 if t not in seen:
                     seen.add(t)
                     work.append(t)
-    return [sorted(x) for x in out]
+            for _, t in calls[q]:
+                if t not in seen:
+                    seen.add(t)
+                    work.append(t)
+    none: list[int] = []
+    shared: dict[tuple[int, ...], list[int]] = {}
+    out: list[list[int]] = []
+    for rules in member:
+        if rules is None:
+            out.append(none)
+            continue
+        key = tuple(rules)
+        got = shared.get(key)
+        if got is None:
+            got = shared[key] = sorted(set().union(*(returns[r] for r in rules)))
+        out.append(got)
+    return out
+
+
+def _byte_successors(trans: NDArray[np.int32]) -> tuple[list[int], list[int]]:
+    """Each state's distinct byte successors, as ``flat[ptr[q]:ptr[q + 1]]`` (a row of a
+    large table has dozens of live classes but few targets: listed per row, not per cell)."""
+    n = trans.shape[0]
+    keys = []
+    for lo in range(0, n, _BULK_CHUNK):
+        part = trans[lo : lo + _BULK_CHUNK]
+        src, col = np.nonzero(part >= 0)
+        keys.append(np.unique((src + lo).astype(np.int64) * n + part[src, col]))
+    key = np.concatenate(keys) if keys else np.zeros(0, dtype=np.int64)
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(key // max(n, 1), minlength=n), out=ptr[1:])
+    return ptr.tolist(), (key % max(n, 1)).tolist()
 
 
 Subset = tuple[frozenset[Local], frozenset[Local], bool]  # (inside the frame, past it, loose)
@@ -211,7 +248,7 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
     live_classes = _LiveClasses(pda.dfa.trans)
 
     index: dict[Subset, int] = {}
-    order: list[Subset] = []
+    order: list[Subset | None] = []  # (None: a plain state's seed, known by its state, see below)
     depth: list[int] = []  # bytes from the nearest seed (breadth first: the first visit is the least)
     here = [0]
 
@@ -234,22 +271,33 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
             return -1
         if b and outer_horizon is not None and here[0] >= outer_horizon:
             b, e = no_configs, True  # (a loose walk accepts whatever follows: a superset)
+        if not b and not e and len(a) == 1:
+            ((rs, t),) = a
+            if not rs and plain[t]:
+                return alone[t]
         key = (a, b, e)
         j = index.get(key)
         return j if j is not None else intern(key)
 
     no_configs: frozenset[Local] = frozenset()
-    # (a state without calls, at a token's start, closes to itself: it may not return yet)
-    seeds = np.asarray([intern(close_both({((), q)}, set(), True) if calls[q] else
-                               (frozenset([((), q)]), no_configs, False)) for q in range(pda.num_states)],
-                       dtype=np.int64)
-    rows = array("i")  # the rows of the subsets' transitions, concatenated (4 bytes a cell)
-    group_memo: dict[tuple[frozenset[int], bool], list[tuple[dict[int, int], list[int]]]] = {}
     # A plain state (no call, cannot return) closes to itself: a subset holding just it, on
     # an empty stack, is (({((), q)}), {}, False) whatever led there. Subsets of one such
     # configuration (a string's or a number's interior, a long run of copies) step through
-    # these lists, without the closures and sets of the general case below.
+    # these lists, without the closures and sets of the general case below; such a subset is
+    # its state's seed, found by ``alone`` (no key kept: a large grammar has 100,000 of them).
     plain = [not calls[q] and not accepting[q] for q in range(pda.num_states)]
+
+    def seed(q: int) -> int:
+        if plain[q]:
+            order.append(None)
+            depth.append(here[0])
+            return len(order) - 1
+        # (a state without calls, at a token's start, closes to itself: it may not return yet)
+        return intern(close_both({((), q)}, set(), True) if calls[q] else (frozenset([((), q)]), no_configs, False))
+
+    seeds = np.asarray([seed(q) for q in range(pda.num_states)], dtype=np.int64)
+    rows = array("i")  # the rows of the subsets' transitions, concatenated (4 bytes a cell)
+    group_memo: dict[tuple[frozenset[int], bool], list[tuple[dict[int, int], list[int]]]] = {}
     # plain state -> the id of its subset: its own seed
     alone: list[int] = np.where(plain, seeds, -1).tolist() if pda.num_states else []
     # The rows of the plain states' seeds, in array steps (written after the loop): a class
@@ -279,13 +327,17 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
             rows.frombytes(dead_rows * (j - i))
             i = j
             continue
-        inner, outer, esc = order[i]
+        sub = order[i]
+        assert sub is not None  # (plain seeds are written in bulk)
+        inner, outer, esc = sub
         row = [DEAD] * nclasses
         if horizon is not None and depth[i] >= horizon:
             rows.extend(row)  # past every token's end
             i += 1
             continue
         here[0] = depth[i] + 1
+        if len(group_memo) >= GROUP_MEMO_LIMIT:
+            group_memo.clear()
         if not outer and not esc and len(inner) == 1:
             ((rs0, q0),) = inner
             if not rs0:
@@ -325,16 +377,30 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
                     row[cl] = j
         rows.extend(row)
         i += 1
-    any_t = np.frombuffer(rows, dtype=np.int32).reshape(len(order), nclasses).copy()
+    any_t = np.frombuffer(rows, dtype=np.int32).reshape(len(order), nclasses)  # (writable: no copy)
     for lo in range(0, plain_q.shape[0], _BULK_CHUNK):
         part = plain_q[lo : lo + _BULK_CHUNK]
         any_t[seeds[part]] = step_to[pda.dfa.trans[part]]  # (DEAD, -1, reads the last entry: DEAD)
     # the 'accepted' automaton: the same subsets, inside configurations only
-    local_ids: dict[frozenset[Local], int] = {}
-    local_of = np.full(len(order), DEAD, dtype=np.int64)
-    for j, (configs, _, _) in enumerate(order):
-        if configs:
-            local_of[j] = local_ids.setdefault(configs, len(local_ids))
+    # (configurations of one plain state on an empty stack are keyed by the state)
+    seed_state = np.full(len(order), DEAD, dtype=np.int64)
+    seed_state[seeds[plain_q]] = plain_q
+    local_ids: dict[frozenset[Local] | int, int] = {}
+    local_list = [DEAD] * len(order)
+    for j, (sub, q) in enumerate(zip(order, seed_state.tolist())):
+        key: frozenset[Local] | int = q
+        if sub is not None:
+            configs = sub[0]
+            if not configs:
+                continue
+            key = configs
+            if len(configs) == 1:
+                ((rs, t),) = configs
+                if not rs and plain[t]:
+                    key = t
+        local_list[j] = local_ids.setdefault(key, len(local_ids))
+    local_of = np.asarray(local_list, dtype=np.int64)
+    del local_list, seed_state
     local_t = np.full((len(local_ids), nclasses), DEAD, dtype=np.int32)
     # (subsets with equal inside configurations move alike; a cut one has no row): each
     # local state takes the row of the last uncut subset of its configurations
@@ -348,8 +414,10 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
         rev_lj = lj[::-1]
         _, last_rev = np.unique(rev_lj, return_index=True)
         pick = js[js.shape[0] - 1 - last_rev]
-        tgt = any_t[pick]
-        local_t[local_of[pick]] = np.where(tgt >= 0, local_of[np.where(tgt >= 0, tgt, 0)], DEAD).astype(np.int32)
+        to_local = np.append(local_of, DEAD).astype(np.int32)  # (no target, -1, reads the last entry: DEAD)
+        for lo in range(0, pick.shape[0], _BULK_CHUNK):  # (in chunks: bounds the temporaries)
+            part = pick[lo : lo + _BULK_CHUNK]
+            local_t[local_of[part]] = to_local[any_t[part]]
     byte_class = pda.dfa.byte_class.copy()
     d_any = Dfa(any_t, byte_class, np.zeros(len(order), dtype=np.bool_))
     d_local = Dfa(local_t if local_t.size else np.full((1, nclasses), DEAD, dtype=np.int32), byte_class.copy(),
