@@ -672,13 +672,18 @@ def align(
     many_wide = int(np.count_nonzero(_wide(dfa, trie, rep_s))) >= MANY_WIDE if rep_s.size else False
     short_chunk = 128  # a wide state's allowed tokens take ~1 MB until packed
     memos: dict[int, PairMemo] = {}
+    # kept once per content: a large grammar's short blocks are tens of thousands, their
+    # allowed sets a thousand distinct (JSON Schema Store's config.json: 75 MiB as computed)
+    distinct: dict[tuple[str, bytes], NDArray[np.int32] | NDArray[np.uint8]] = {}
     for i in range(0, rep_s.shape[0], short_chunk):
         if deadline is not None and time.monotonic() > deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
-        short_ok.extend(_short_allowed(dfa, trie, rep_s[i : i + short_chunk], flat_trans, node_class, ctries,
-                                       many_wide, deadline, blocks, memos, canon))
+        for got in _short_allowed(dfa, trie, rep_s[i : i + short_chunk], flat_trans, node_class, ctries,
+                                  many_wide, deadline, blocks, memos, canon):
+            short_ok.append(distinct.setdefault((got.dtype.char, got.tobytes()), got))
         if progress is not None:
             progress(min(i + short_chunk, rep_s.shape[0]), rep_s.shape[0] + nblocks)
+    del distinct
     if ctries and many_wide:
         table.class_tries()[dfa.byte_class.tobytes()] = ctries[0]
     memo: dict[tuple[bytes | int, bytes], int] = {}

@@ -22,6 +22,8 @@ per (first node, state it leads to) across the calls of one alignment (:class:`P
 
 from __future__ import annotations
 
+import weakref
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -191,6 +193,21 @@ def walk_dense(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int,
     return _walk_below(trie, flat_trans, num_classes, dead, first)
 
 
+_SCALED: list[tuple[weakref.ref[NDArray[np.int64]], int, NDArray[Any]]] = []
+
+
+def _scaled(flat_trans: NDArray[np.int64], num_classes: int, dt: type[np.signedinteger[Any]]) -> NDArray[Any]:
+    """``flat_trans * num_classes`` as ``dt``: each cell its target's row offset. Kept for the
+    last table asked (an alignment walks one table hundreds of times; the copy is the size of
+    the table), and dropped with it."""
+    for ref, nc, got in list(_SCALED):  # (a copy: another thread may replace the entry)
+        if ref() is flat_trans and nc == num_classes and got.dtype == dt:
+            return got
+    got = (flat_trans * num_classes).astype(dt, copy=False)
+    _SCALED[:] = [(weakref.ref(flat_trans, lambda _: _SCALED.clear()), num_classes, got)]
+    return got
+
+
 def _walk_below(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int, dead: int,
                 first: NDArray[np.int64]) -> NDArray[np.bool_]:
     """``[k, tokens]``: whether each token is allowed when its first node leaves the walk in
@@ -201,7 +218,7 @@ def _walk_below(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int
     # layout, so the gather of a level's parents reads contiguous rows of the batch. Each
     # node holds its state's row offset (state * num_classes): one add and one gather a level.
     dt: type[np.signedinteger[Any]] = np.int32 if (dead + 1) * num_classes < 2**31 else np.int64
-    ft: NDArray[Any] = (flat_trans * num_classes).astype(dt, copy=False)
+    ft = _scaled(flat_trans, num_classes, dt)
     klass: NDArray[Any] = trie.klass.astype(dt)
     st: NDArray[Any] = np.empty((nodes, k), dtype=dt)
     lv = trie.level.tolist()
