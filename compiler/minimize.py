@@ -101,6 +101,34 @@ def _gather(starts: NDArray[np.int64], flat: NDArray[Any], ids: NDArray[Any]) ->
     return flat[_positions(starts, ids)[0]]
 
 
+_CHUNK_CELLS = 1 << 20  # transitions handled per array pass (bounds the temporaries of a large table)
+
+
+def _sparse_hashes(dirty: NDArray[Any], out: NDArray[np.int64], live_tgt: NDArray[Any], live_col: NDArray[Any],
+                   block: NDArray[np.int64], mult: NDArray[np.int64], base: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The signatures of the ``dirty`` states (``[dirty, 2]``), from their live transitions:
+    ``base + sum((block + 1) * mult)`` over each state's, wrapping. In chunks of about
+    :data:`_CHUNK_CELLS` transitions (a first round hashes every state); each state's sum lies
+    within one chunk, so the values do not depend on the chunking."""
+    h = np.empty((dirty.shape[0], 2), dtype=np.int64)
+    ends_all = np.cumsum(out[dirty + 1] - out[dirty])
+    a = 0
+    while a < dirty.shape[0]:
+        done = int(ends_all[a - 1]) if a else 0
+        b = max(a + 1, int(np.searchsorted(ends_all, done + _CHUNK_CELLS, side="right")))
+        pos, cnt = _positions(out, dirty[a:b])
+        succ = block[live_tgt[pos]] + 1
+        cols = live_col[pos]
+        ends = np.cumsum(cnt)
+        with np.errstate(over="ignore"):
+            for k in (0, 1):
+                acc = np.zeros(pos.shape[0] + 1, dtype=np.int64)
+                np.cumsum(succ * mult[k][cols], out=acc[1:])
+                h[a:b, k] = base[k] + acc[ends] - acc[ends - cnt]
+        a = b
+    return h
+
+
 def _incremental_rounds(
     trans: NDArray[np.int32], init: NDArray[np.int64], max_rounds: int | None, deadline: float | None
 ) -> tuple[NDArray[np.int64], bool]:
@@ -132,13 +160,21 @@ def _incremental_rounds(
     sig2 = np.zeros(cap, dtype=np.int64)
     # the live transitions, by source state: state s has live_col/live_tgt[out[s]:out[s + 1]]
     # (int32 where every value fits: a large table has millions of them)
-    live_src, live_col = np.nonzero(trans >= 0)  # (row-major: by source state, then column)
     idx = np.int32 if max(n, c) < 2**31 else np.int64
-    live_tgt: NDArray[Any] = trans[live_src, live_col].astype(idx, copy=False)
-    live_col = live_col.astype(idx)
     out = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(live_src, minlength=n), out=out[1:])
-    src, pstart = _predecessors(live_src.astype(idx), live_tgt, n)
+    np.cumsum((trans >= 0).sum(axis=1), out=out[1:])
+    live_src = np.empty(int(out[-1]), dtype=idx)
+    live_col: NDArray[Any] = np.empty(int(out[-1]), dtype=idx)
+    live_tgt: NDArray[Any] = np.empty(int(out[-1]), dtype=idx)
+    step = max(1, _CHUNK_CELLS // max(c, 1))
+    for lo in range(0, n, step):  # (row-major: by source state, then column; in chunks of rows)
+        part = trans[lo : lo + step]
+        s_, c_ = np.nonzero(part >= 0)
+        a, b = int(out[lo]), int(out[min(lo + step, n)])
+        live_src[a:b] = s_ + lo
+        live_col[a:b] = c_
+        live_tgt[a:b] = part[s_, c_]
+    src, pstart = _predecessors(live_src, live_tgt, n)
     del live_src
     # random odd multipliers, one pair per column (more drawn, fixed seed, for a wide table)
     mult = (_MULT if c <= _MULT.shape[1] else np.random.default_rng(c).integers(1, 2**62, size=(2, c)) | 1)[:, :c]
@@ -165,16 +201,7 @@ def _incremental_rounds(
             with np.errstate(over="ignore"):  # wrapping int64 arithmetic
                 h = ext[tz[dirty]] @ mult.T  # [dirty, 2]
         else:
-            pos, cnt = _positions(out, dirty)
-            succ = block[live_tgt[pos]] + 1
-            cols = live_col[pos]
-            ends = np.cumsum(cnt)
-            h = np.empty((dirty.shape[0], 2), dtype=np.int64)
-            with np.errstate(over="ignore"):
-                for k in (0, 1):
-                    acc = np.zeros(pos.shape[0] + 1, dtype=np.int64)
-                    np.cumsum(succ * mult[k][cols], out=acc[1:])
-                    h[:, k] = base[k] + acc[ends] - acc[ends - cnt]
+            h = _sparse_hashes(dirty, out, live_tgt, live_col, block, mult, base)
         b = block[dirty]
         match = has_sig[b] & (h[:, 0] == sig1[b]) & (h[:, 1] == sig2[b])
         # the blocks met this round, numbered locally where they are few among many (a round

@@ -93,10 +93,11 @@ def build_trie(starts: NDArray[np.int64], lens: NDArray[np.int64], flat: NDArray
                      tok_start, first_count)
 
 
-def sink_table(trans: NDArray[np.int32]) -> NDArray[np.int64]:
-    """``trans`` flattened with one extra absorbing row (the dead state ``n``) appended."""
+def sink_table(trans: NDArray[np.int32]) -> NDArray[Any]:
+    """``trans`` flattened with one extra absorbing row (the dead state ``n``) appended: int32
+    where every flat index fits (half the memory of a large table), else int64."""
     n, c = trans.shape
-    t = np.empty((n + 1, c), dtype=np.int64)
+    t = np.empty((n + 1, c), dtype=np.int32 if (n + 1) * max(c, 1) < 2**31 else np.int64)
     t[:n] = np.where(trans >= 0, trans, n)
     t[n] = n
     return t.ravel()
@@ -203,7 +204,8 @@ def _scaled(flat_trans: NDArray[np.int64], num_classes: int, dt: type[np.signedi
     for ref, nc, got in list(_SCALED):  # (a copy: another thread may replace the entry)
         if ref() is flat_trans and nc == num_classes and got.dtype == dt:
             return got
-    got = (flat_trans * num_classes).astype(dt, copy=False)
+    got = flat_trans.astype(dt)
+    got *= num_classes
     _SCALED[:] = [(weakref.ref(flat_trans, lambda _: _SCALED.clear()), num_classes, got)]
     return got
 

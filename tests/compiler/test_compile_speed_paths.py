@@ -228,11 +228,14 @@ def test_a_long_max_length_compiles_to_the_minimal_chain() -> None:
 
 
 @pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("dense_cells", [0, minimize_mod.DENSE_HASH_CELLS], ids=["sparse", "dense"])
-def test_incremental_refinement_matches_full_moore_rounds(seed: int, dense_cells: int,
+@pytest.mark.parametrize("dense_cells,chunk", [(0, minimize_mod._CHUNK_CELLS), (0, 7), (minimize_mod.DENSE_HASH_CELLS, 7)],
+                         ids=["sparse", "sparse-chunked", "dense"])
+def test_incremental_refinement_matches_full_moore_rounds(seed: int, dense_cells: int, chunk: int,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    # (both ways of hashing a round's rows: over the live transitions, and whole rows)
+    # (both ways of hashing a round's rows: over the live transitions, in one pass or in
+    # chunks of a few transitions (the table read in chunks of rows too), and whole rows)
     monkeypatch.setattr(minimize_mod, "DENSE_HASH_CELLS", dense_cells)
+    monkeypatch.setattr(minimize_mod, "_CHUNK_CELLS", chunk)
     rng = random.Random(seed)
     for _ in range(60):
         d = _random_dfa(rng, rng.randint(1, 50), rng.randint(1, 5), rng.choice([0.3, 0.6, 0.9]))
