@@ -313,7 +313,8 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
     is_plain_seed = np.zeros(len(order), dtype=np.bool_)
     is_plain_seed[seeds[plain_q]] = True
     bulk = is_plain_seed.tolist()
-    dead_rows = array("i", [DEAD] * nclasses).tobytes()
+    dead_row = array("i", [DEAD] * nclasses)  # (a row is a copy of it: an array extends an array by a copy)
+    dead_rows = dead_row.tobytes()
     i = 0
     while i < len(order):
         if len(order) > limit:
@@ -330,7 +331,7 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
         sub = order[i]
         assert sub is not None  # (plain seeds are written in bulk)
         inner, outer, esc = sub
-        row = [DEAD] * nclasses
+        row = dead_row[:]
         if horizon is not None and depth[i] >= horizon:
             rows.extend(row)  # past every token's end
             i += 1

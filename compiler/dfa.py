@@ -300,6 +300,7 @@ def _subsets(
             order.append(first)
         starts.append(index[first])
     rows = array("i")  # the rows, concatenated (4 bytes a cell, not a list of ints per row)
+    dead_row = array("i", [DEAD] * num_classes)
     accepting: list[bool] = []
     i = 0
     while i < len(order):
@@ -325,7 +326,7 @@ def _subsets(
                 spans.extend(moves_of(x))
         if len(spans) > 1:
             spans = _disjoint(spans)
-        row = [DEAD] * num_classes
+        row = dead_row[:]  # (an array: the table extends by a copy, not an int conversion per cell)
         for lo, hi, nxt in spans:
             j = index.get(nxt)
             if j is None:
@@ -334,7 +335,10 @@ def _subsets(
                     raise StateLimitExceeded("DFA states", limit=max_states)
                 index[nxt] = j
                 order.append(nxt)
-            row[lo:hi] = [j] * (hi - lo)
+            if hi - lo == 1:
+                row[lo] = j
+            else:
+                row[lo:hi] = array("i", [j]) * (hi - lo)
         rows.extend(row)
         i += 1
     # (writable, over the array's own buffer: no copy)
