@@ -7,9 +7,8 @@ pruned DFA can reach an accepting state, so a missing transition is the only way
 
 from __future__ import annotations
 
-from array import array
-
 import time
+from array import array
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import TYPE_CHECKING, NewType

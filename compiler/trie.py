@@ -23,7 +23,6 @@ per (first node, state it leads to) across the calls of one alignment (:class:`P
 from __future__ import annotations
 
 import weakref
-
 from dataclasses import dataclass
 from typing import Any
 
