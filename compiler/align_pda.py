@@ -342,19 +342,16 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
         if not outer and not esc and len(inner) == 1:
             ((rs0, q0),) = inner
             if not rs0:
-                groups = group_memo.get((frozenset([q0]), False))
-                if groups is None:
-                    groups = group_memo[(frozenset([q0]), False)] = _class_groups((q0,), False, trans, live_classes,
-                                                                                  nclasses)
-                for step, members in groups:
-                    t = step[q0]  # (>= 0: a state's own groups follow its live classes)
-                    j = alone[t] if plain[t] else -1
+                # its live classes grouped by target, in order of each group's first class (as
+                # :func:`_class_groups`; a subset of one configuration is met once: not kept)
+                to = trans[q0]
+                by_target: dict[int, list[int]] = {}
+                for cl in live_classes[q0]:
+                    by_target.setdefault(to[cl], []).append(cl)
+                for t, members in by_target.items():  # (t >= 0: live classes)
+                    j = alone[t] if plain[t] else successor(frozenset([((), t)]), no_configs, False)
                     if j < 0:
-                        j = successor(frozenset([((), t)]), no_configs, False)
-                        if j < 0:
-                            continue
-                        if plain[t]:
-                            alone[t] = j
+                        continue
                     for cl in members:
                         row[cl] = j
                 rows.extend(row)
