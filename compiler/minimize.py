@@ -170,10 +170,10 @@ def _incremental_rounds(
     for lo in range(0, n, step):  # (row-major: by source state, then column; in chunks of rows)
         part = trans[lo : lo + step]
         s_, c_ = np.nonzero(part >= 0)
-        a, b = int(out[lo]), int(out[min(lo + step, n)])
-        live_src[a:b] = s_ + lo
-        live_col[a:b] = c_
-        live_tgt[a:b] = part[s_, c_]
+        at, end = int(out[lo]), int(out[min(lo + step, n)])
+        live_src[at:end] = s_ + lo
+        live_col[at:end] = c_
+        live_tgt[at:end] = part[s_, c_]
     src, pstart = _predecessors(live_src, live_tgt, n)
     del live_src
     # random odd multipliers, one pair per column (more drawn, fixed seed, for a wide table)
