@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from maskc.compiler.counters import Counters
 
 __all__ = ["Dfa", "StateId", "ClassId", "CounterConflict", "determinize", "determinize_counted", "determinize_rules",
-           "prune", "compress_classes", "coreachable", "reachable", "first_seen"]
+           "prune", "compress_classes", "coreachable", "reachable", "first_seen", "distinct_in_order"]
 
 StateId = NewType("StateId", int)
 ClassId = NewType("ClassId", int)
@@ -410,6 +410,14 @@ def reachable(trans: NDArray[np.int32]) -> NDArray[np.bool_]:
         frontier = first_seen(nxt[~seen[nxt]], n)
         seen[frontier] = True
     return seen
+
+
+def distinct_in_order(ids: NDArray[np.int64] | NDArray[np.int32]) -> NDArray[np.int64]:
+    """``ids`` without repeats, in the order of their first occurrence (a breadth-first
+    level's new states, numbered as a queue would number them)."""
+    _, first = np.unique(ids, return_index=True)
+    out: NDArray[np.int64] = ids[np.sort(first)].astype(np.int64)
+    return out
 
 
 def first_seen(ids: NDArray[np.int64] | NDArray[np.int32], n: int) -> NDArray[np.int64]:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from maskc.compiler.dfa import DEAD, SMALL_TABLE, Dfa
+from maskc.compiler.dfa import DEAD, SMALL_TABLE, Dfa, distinct_in_order
 from maskc.compiler.errors import TimeLimitExceeded
 
 __all__ = ["minimize", "minimal_blocks", "refine", "canonical", "canonical_order"]
@@ -78,9 +78,9 @@ def _rounds(
 
 def _predecessors(src: NDArray[Any], dst: NDArray[Any], n: int) -> tuple[NDArray[Any], NDArray[np.int64]]:
     """CSR of the states with a transition into each state, from the transitions
-    ``src -> dst``: ``pred[start[t]:start[t + 1]]``."""
+    ``src -> dst``: ``pred[start[t]:start[t + 1]]`` (``pred`` of ``src``'s integer type)."""
     order = np.argsort(dst, kind="stable")
-    start = np.zeros(n + 1, dtype=np.int64)  # (src and dst may be int32: the result keeps src's type)
+    start = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(dst, minlength=n), out=start[1:])
     return src[order], start
 
@@ -96,7 +96,7 @@ def _positions(starts: NDArray[np.int64], ids: NDArray[Any]) -> tuple[NDArray[np
     return np.repeat(lo - (np.cumsum(cnt) - cnt), cnt) + np.arange(total, dtype=np.int64), cnt
 
 
-def _gather(starts: NDArray[np.int64], flat: NDArray[Any], ids: NDArray[Any]) -> NDArray[Any]:
+def gather_rows(starts: NDArray[np.int64], flat: NDArray[Any], ids: NDArray[Any]) -> NDArray[Any]:
     """``flat[starts[i]:starts[i + 1]]`` for every ``i`` in ``ids``, concatenated."""
     return flat[_positions(starts, ids)[0]]
 
@@ -245,7 +245,7 @@ def _incremental_rounds(
         moving = fresh[gid] >= 0
         moved = dirty[rest[moving]]
         block[moved] = fresh[gid[moving]]
-        pred = _gather(pstart, src, moved)
+        pred = gather_rows(pstart, src, moved)
         dirty = np.unique(pred) if pred.size else pred
     if stable and not _is_congruence(block, init, out, live_col, live_tgt):  # a hash collision merged two rows
         return _rounds(trans, init, max_rounds, deadline)
@@ -309,8 +309,7 @@ def canonical_order(dfa: Dfa) -> tuple[NDArray[np.int64], NDArray[np.int32]]:
         succ = succ[new_id[succ] < 0]
         if not succ.size:
             break
-        _, first = np.unique(succ, return_index=True)
-        fresh = succ[np.sort(first)].astype(np.int64)
+        fresh = distinct_in_order(succ)
         new_id[fresh] = np.arange(count, count + fresh.shape[0], dtype=np.int32)
         count += fresh.shape[0]
         parts.append(fresh)

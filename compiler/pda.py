@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from maskc.compiler.dfa import DEAD, Dfa, compress_classes, coreachable, determinize_rules, first_seen
+from maskc.compiler.dfa import (DEAD, Dfa, compress_classes, coreachable, determinize_rules, distinct_in_order,
+                                first_seen)
 from maskc.compiler.errors import EmptyLanguage, GrammarError, StateLimitExceeded
-from maskc.compiler.minimize import MAX_STATES, refine
+from maskc.compiler.minimize import MAX_STATES, gather_rows, refine
 from maskc.compiler.nfa import lower_rules
 from maskc.compiler.options import CompileOptions
 from maskc.compiler.rules import ResolvedRules
@@ -289,27 +290,23 @@ def _canonical_blocks(full: NDArray[np.int32], c: int, block: NDArray[np.int64],
     per_rep = live.sum(axis=1)
     cand = slots[live]
     del slots, live
-    lo = np.zeros(nblocks, dtype=np.int64)  # a block's candidates: cand[lo:lo + cnt], its representative's
-    cnt = np.zeros(nblocks, dtype=np.int64)
-    lo[block[reps]] = np.cumsum(per_rep) - per_rep
-    cnt[block[reps]] = per_rep
+    # a block's candidates: cand[start[b]:start[b + 1]], its representative's (reps are in
+    # block order; a block without one has none)
+    count = np.zeros(nblocks, dtype=np.int64)
+    count[block[reps]] = per_rep
+    start = np.zeros(nblocks + 1, dtype=np.int64)
+    np.cumsum(count, out=start[1:])
     seen = np.zeros(nblocks, dtype=np.bool_)
     first = int(block[starts[0]])
     seen[first] = True
     parts = [np.asarray([first], dtype=np.int64)]
     frontier = parts[0]
     while frontier.size:
-        n = cnt[frontier]
-        total = int(n.sum())
-        if not total:
-            break
-        pos = np.repeat(lo[frontier] - (np.cumsum(n) - n), n) + np.arange(total, dtype=np.int64)
-        succ = cand[pos]
+        succ = gather_rows(start, cand, frontier)
         succ = succ[~seen[succ]]
         if not succ.size:
             break
-        _, at_first = np.unique(succ, return_index=True)
-        fresh = succ[np.sort(at_first)].astype(np.int64)
+        fresh = distinct_in_order(succ)
         seen[fresh] = True
         parts.append(fresh)
         frontier = fresh
