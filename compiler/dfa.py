@@ -191,7 +191,12 @@ Subset = frozenset[int]
 def _disjoint(spans: list[tuple[int, int, Subset]]) -> list[tuple[int, int, Subset]]:
     """Class spans ``(lo, hi, targets)`` -> disjoint spans in class order, targets united where they overlap."""
     spans = sorted(spans, key=itemgetter(0))
-    if all(a[1] <= b[0] for a, b in zip(spans, spans[1:])):
+    end = 0
+    for lo, hi, _ in spans:
+        if lo < end:
+            break
+        end = hi
+    else:
         return spans  # (the common case: the members of a subset move on different classes)
     cuts = sorted({lo for lo, _, _ in spans} | {hi for _, hi, _ in spans})
     at = {p: k for k, p in enumerate(cuts)}
@@ -253,7 +258,9 @@ def _subsets(
         if got is None:
             got = []
             for lo, hi, tgt in nfa.edges[s]:
-                ts = closure_of(tgt)
+                ts = single[tgt]
+                if ts is None:
+                    ts = closure_of(tgt)
                 if not ts:
                     continue
                 if lo >= CALL_BASE:
@@ -320,9 +327,14 @@ def _subsets(
             if head_of[-1]:
                 stay = frozenset(x for x in cur if x not in tag)
                 spans = [(lo, hi, ts | stay if lo == exit_col else ts) for lo, hi, ts in spans]
+        elif len(cur) == 1:  # (the common case: the spans of one state, read as they are)
+            (x,) = cur
+            got = moves.get(x)
+            spans = got if got is not None else moves_of(x)
         else:
             for x in cur:
-                spans.extend(moves_of(x))
+                got = moves.get(x)
+                spans.extend(got if got is not None else moves_of(x))
         if len(spans) > 1:
             spans = _disjoint(spans)
         row = dead_row[:]  # (an array: the table extends by a copy, not an int conversion per cell)

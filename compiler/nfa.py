@@ -150,7 +150,7 @@ def _build(nfa: Nfa, node: Node, start: int, end: int) -> None:
         ids = [nfa.new() for _ in node.edges]
         nfa.eps[start].append(ids[0])
         for s, out in enumerate(node.edges):
-            nfa.edges[ids[s]].extend((lo, hi, ids[t]) for lo, hi, t in out)
+            nfa.edges[ids[s]].extend([(lo, hi, ids[t]) for lo, hi, t in out])
             if s in node.accepting:
                 nfa.eps[ids[s]].append(end)
     elif isinstance(node, RuleRef):
