@@ -47,11 +47,12 @@ from maskc.cli.errors import describe, describe_internal
 from maskc.compiler.errors import ArtifactError, InputError, MaskcError
 from maskc.compiler.frontends.registry import kind_for_path
 from maskc.compiler.options import DEFAULT_MAX_DEPTH, CompileOptions, Limits
+from maskc.compiler.pipeline import sharing_automata
 from maskc.compiler.tokenizer import tokenizer_source
 from maskc.compiler.vocab import Vocabulary
 
 __all__ = ["Job", "Kind", "Settings", "Work", "collect_jobs", "job_options", "load_tokenizers", "load_vocabulary",
-           "read_json", "run_all", "run_job", "shard", "source_key", "unwrap_schema", "vocabulary"]
+           "read_json", "run_all", "run_job", "run_jobs", "shard", "source_key", "unwrap_schema", "vocabulary"]
 
 Kind = Literal["json_schema", "regex", "choice", "gbnf"]
 Result = dict[str, Any]
@@ -227,8 +228,9 @@ def source_key(job: Job, options: CompileOptions, tokenizer_sha256: str) -> str:
 
 
 def shard(work: Sequence[Work], index: int, count: int) -> list[Work]:
-    """Shard ``index`` (1-based) of ``count``: every ``count``-th compile of the list sorted
-    by input path and tokenizer, from the ``index``-th on; kept in ``work``'s order.
+    """Shard ``index`` (1-based) of ``count``: every ``count``-th input of the list sorted by
+    input path, from the ``index``-th on, with all its tokenizers (which share the work that
+    does not depend on the tokenizer); kept in ``work``'s order.
 
     The shards of one list are disjoint and together hold all of it, whatever order the
     arguments came in, so a CI matrix of ``count`` machines compiles every job once.
@@ -238,8 +240,8 @@ def shard(work: Sequence[Work], index: int, count: int) -> list[Work]:
     """
     if not 1 <= index <= count:
         raise ValueError(f"shard index must lie in 1..{count}, got {index}")
-    order = sorted(range(len(work)), key=lambda i: (work[i][0].label, work[i][1].tokenizer, i))
-    mine = {i for rank, i in enumerate(order) if rank % count == index - 1}
+    groups = sorted(_by_input(work), key=lambda g: (work[g[0]][0].label, g[0]))
+    mine = {i for rank, g in enumerate(groups) if rank % count == index - 1 for i in g}
     return [w for i, w in enumerate(work) if i in mine]
 
 
@@ -501,25 +503,46 @@ def run_all(work: Sequence[Work], vocabs: Sequence[Vocabulary], n_workers: int,
     return done
 
 
+def run_jobs(job: Job, settings: Sequence[Settings]) -> list[Result]:
+    """:func:`run_job` for each of ``settings`` in turn: an input's tokenizers one after the
+    other, sharing what does not depend on the tokenizer (:func:`~maskc.compiler.pipeline.sharing_automata`)."""
+    with sharing_automata():
+        return [run_job(job, s) for s in settings]
+
+
+def _by_input(work: Sequence[Work]) -> list[list[int]]:
+    """The positions of ``work`` grouped by input (in the order each input first appears)."""
+    groups: dict[int, list[int]] = {}
+    for i, (job, _) in enumerate(work):
+        groups.setdefault(id(job), []).append(i)
+    return list(groups.values())
+
+
 def _compile_all(work: Sequence[Work], vocabs: Sequence[Vocabulary], n_workers: int,
                  started: Callable[[Job], None], finished: Callable[[Result], None]) -> list[Result]:
-    if n_workers <= 1 or len(work) <= 1:
-        results = []
-        for job, s in work:
-            started(job)
-            results.append(run_job(job, s))
-            finished(results[-1])
-        return results
+    """Each input's compiles run together, one tokenizer after the other (:func:`run_jobs`):
+    the inputs are what the workers share out."""
+    groups = _by_input(work)
+    out: list[Result | None] = [None] * len(work)
+    if n_workers <= 1 or len(groups) <= 1:
+        for group in groups:
+            with sharing_automata():
+                for i in group:
+                    job, s = work[i]
+                    started(job)
+                    out[i] = r = run_job(job, s)
+                    finished(r)
+        return [r for r in out if r is not None]
     for vocab in vocabs:  # the workers load these tables rather than parse the tokenizers
         cache = next((s.cache for _, s in work if s.tokenizer_sha256 == vocab.fingerprint), None)
         if cache is not None:
             TokenizerTables(cache).save(vocab)
-    out: list[Result | None] = [None] * len(work)
     ctx = multiprocessing.get_context("spawn")  # no fork: the parent may run a progress thread
-    with ProcessPoolExecutor(min(n_workers, len(work)), mp_context=ctx,
+    with ProcessPoolExecutor(min(n_workers, len(groups)), mp_context=ctx,
                              initializer=_init_worker, initargs=(os.getpid(),)) as pool:
-        futures = {pool.submit(run_job, job, s): i for i, (job, s) in enumerate(work)}
+        futures = {pool.submit(run_jobs, work[g[0]][0], [work[i][1] for i in g]): g for g in groups}
         for future in as_completed(futures):
-            out[futures[future]] = r = future.result()
-            finished(r)
+            for i, r in zip(futures[future], future.result()):
+                out[i] = r
+                finished(r)
     return [r for r in out if r is not None]

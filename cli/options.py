@@ -173,8 +173,8 @@ def _check_shard(value: str | None) -> str | None:
 ShardOpt = Annotated[
     str | None,
     typer.Option("--shard", metavar="K/N", callback=_check_shard,
-                 help="Compile only shard K of N (1-based) of the inputs × tokenizers, sorted by path "
-                      "and tokenizer: N CI machines with K = 1..N compile every input once."),
+                 help="Compile only shard K of N (1-based) of the inputs sorted by path, each for every "
+                      "tokenizer: N CI machines with K = 1..N compile every input once."),
 ]
 
 NoCacheOpt = Annotated[

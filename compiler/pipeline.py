@@ -10,7 +10,9 @@ stage and returns a :class:`CompiledGrammar`: plain arrays plus the facts an art
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,10 +23,10 @@ from numpy.typing import NDArray
 from maskc.compiler.align import TokenTable, align
 from maskc.compiler.align_pda import align_pda
 from maskc.compiler.pda import Pda, build_pda
-from maskc.compiler.rules import resolve_rules
+from maskc.compiler.rules import ResolvedRules, resolve_rules
 from maskc.compiler.counters import finish, with_exits
 from maskc.compiler.dfa import CounterConflict, Dfa, compress_classes, coreachable, determinize, determinize_counted, prune
-from maskc.compiler.errors import NonTerminating, SchemaError, StateLimitExceeded, TimeLimitExceeded
+from maskc.compiler.errors import MaskcError, NonTerminating, SchemaError, StateLimitExceeded, TimeLimitExceeded
 from maskc.compiler.frontends.registry import frontend, grammar_sha256
 from maskc.compiler.ir import Grammar, Node
 from maskc.compiler.maskstore import MaskStore, MaskStoreBuilder
@@ -35,7 +37,7 @@ from maskc.compiler.spelling import prove_spellable, prove_start_spellable
 from maskc.compiler.vocab import Vocabulary
 
 __all__ = ["CompiledGrammar", "compile_ir", "compile_grammar", "compile_source", "compile_json_schema", "compile_regex",
-           "compile_choice", "compile_gbnf", "token_table", "grammar_dfa", "source_of"]
+           "compile_choice", "compile_gbnf", "token_table", "grammar_dfa", "source_of", "sharing_automata"]
 
 Progress = Callable[[int, int], None]
 
@@ -69,6 +71,54 @@ bounded repetition is unrolled into copies (same language, larger and slower to 
 
 MAX_RECOUNTS = 4
 """Lowerings that unroll the loops a counter conflict named, before every loop is unrolled."""
+
+
+@dataclass(slots=True)
+class _Shared:
+    """What a compile leaves for the next one of the same source and options: the front end's
+    output, the questions it asked the vocabulary (with the answers) and, for a recursive
+    grammar, its rules and pushdown automaton."""
+
+    key: tuple[str, str, str]  # (kind, canonical source text, options)
+    asked: list[tuple[tuple[bytes, int], int]]
+    grammar: Grammar
+    not_enforced: list[dict[str, str]]
+    rules: ResolvedRules | None = None
+    pda: Pda | None = None
+    refused: MaskcError | None = None  # what building the automaton raised (a limit, not the clock)
+
+
+_SHARED: ContextVar[list[_Shared] | None] = ContextVar("maskc_shared_automata", default=None)
+
+
+@contextmanager
+def sharing_automata() -> Iterator[None]:
+    """Compiles in this block reuse the previous one's tokenizer-independent work: a compile
+    of the same source with the same options, for another tokenizer, skips the front end and,
+    for a recursive grammar, the rules and the pushdown automaton (lowering, subset
+    construction, minimization), and only aligns them with its own vocabulary.
+
+    Exact: the front end reads nothing of the vocabulary but its answers to
+    :func:`~maskc.compiler.nfa.item_reach` questions, which are recorded and asked again of
+    the new vocabulary (any different answer: the compile starts over), and the pushdown
+    automaton is built from the grammar and the options alone. The regular path is not
+    shared: its counted loops depend on the vocabulary's longest token. ``maskc compile``
+    runs each input's tokenizers one after the other in such a block.
+    """
+    token = _SHARED.set([])
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def _recalled(slot: list[_Shared] | None, key: tuple[str, str, str], table: TokenTable) -> _Shared | None:
+    """The previous compile's work, where it is the same source and options, and ``table``
+    answers its front end's questions alike."""
+    if not slot or slot[0].key != key:
+        return None
+    prev = slot[0]
+    return prev if all(table.items_reach(*q) == a for q, a in prev.asked) else None
 
 
 def token_table(vocab: Vocabulary) -> TokenTable:
@@ -229,21 +279,59 @@ def compile_grammar(
 ) -> CompiledGrammar:
     """Compile a grammar with rules: regular grammars take :func:`compile_ir`'s path.
     ``deadline`` as in :func:`compile_ir`: one for every stage."""
+    return _compile_grammar(kind, source, grammar, vocab, options, not_enforced=not_enforced, progress=progress,
+                            timings=timings, deadline=deadline)
+
+
+def _compile_grammar(
+    kind: str,
+    source: str,
+    grammar: Grammar,
+    vocab: Vocabulary,
+    options: CompileOptions,
+    *,
+    not_enforced: list[dict[str, str]] | None = None,
+    progress: Progress | None = None,
+    timings: dict[str, float] | None = None,
+    deadline: float | None = None,
+    shared: _Shared | None = None,
+) -> CompiledGrammar:
+    """:func:`compile_grammar`, taking the rules and pushdown automaton from ``shared`` where
+    it holds them, and leaving them there where it does not."""
     t = timings if timings is not None else {}
     if deadline is None:
         deadline = time.monotonic() + options.limits.max_seconds
     t0 = time.perf_counter()
-    try:
-        rules = resolve_rules(grammar, deadline=deadline)
-    except TimeLimitExceeded:
-        raise TimeLimitExceeded("compile time (s)", limit=options.limits.max_seconds) from None
+    rules = shared.rules if shared is not None else None
+    if rules is None:
+        try:
+            rules = resolve_rules(grammar, deadline=deadline)
+        except TimeLimitExceeded:
+            raise TimeLimitExceeded("compile time (s)", limit=options.limits.max_seconds) from None
+        if shared is not None:
+            shared.rules = rules
     t["rules_ms"] = (time.perf_counter() - t0) * 1e3
     if rules.regular:
         return compile_ir(kind, source, rules.bodies[0], vocab, options, not_enforced=not_enforced,
                           progress=progress, timings=t, deadline=deadline)
     start = time.perf_counter()
     try:
-        pda = build_pda(rules, options, t, deadline=deadline)
+        pda = shared.pda if shared is not None else None
+        if shared is not None and shared.refused is not None:
+            raise shared.refused
+        if pda is not None:
+            t["shared_automaton"] = 1.0
+        else:
+            try:
+                pda = build_pda(rules, options, t, deadline=deadline)
+            except TimeLimitExceeded:
+                raise
+            except MaskcError as e:
+                if shared is not None:
+                    shared.refused = e
+                raise
+            if shared is not None:
+                shared.pda = pda
         if pda.num_states > options.limits.max_states:
             raise StateLimitExceeded("automaton states", limit=options.limits.max_states, got=pda.num_states)
         table = token_table(vocab)
@@ -295,11 +383,30 @@ def compile_source(
     deadline = time.monotonic() + opts.limits.max_seconds  # (the front end's own starts just after)
     t0 = time.perf_counter()
     text = fe.canonical(source)
-    with item_reach(token_table(vocab).items_reach):  # what counted repeats would cost, for this vocabulary
-        grammar, not_enforced = fe.to_grammar(source, opts)
+    table = token_table(vocab)
+    slot = _SHARED.get()
+    key = (kind, text, opts.canonical_json())
+    shared = _recalled(slot, key, table)
+    if shared is not None:
+        grammar, not_enforced = shared.grammar, list(shared.not_enforced)
+    else:
+        asked: list[tuple[tuple[bytes, int], int]] = []
+
+        def reach(completing: bytes, shortest: int) -> int:
+            got = table.items_reach(completing, shortest)
+            asked.append(((completing, shortest), got))
+            return got
+
+        if slot is not None:
+            slot.clear()  # (the previous compile's work is not kept past a different one)
+        with item_reach(reach):  # what counted repeats would cost, for this vocabulary
+            grammar, not_enforced = fe.to_grammar(source, opts)
+        if slot is not None:
+            shared = _Shared(key, asked, grammar, list(not_enforced))
+            slot.append(shared)
     t["frontend_ms"] = (time.perf_counter() - t0) * 1e3
-    return compile_grammar(kind, text, grammar, vocab, opts, not_enforced=not_enforced, progress=progress, timings=t,
-                           deadline=deadline)
+    return _compile_grammar(kind, text, grammar, vocab, opts, not_enforced=not_enforced, progress=progress,
+                            timings=t, deadline=deadline, shared=shared)
 
 
 def compile_json_schema(

@@ -158,15 +158,16 @@ def test_shards_cover_every_job_once(schemas: Path, tok_a: str, tok_b: str, coun
     assert set(seen) == everything
 
 
-def test_shard_splits_the_sorted_list_round_robin() -> None:
+def test_shard_deals_the_sorted_inputs_round_robin_with_all_their_tokenizers() -> None:
     jobs = [batch.Job(f"{name}.json", name, "json_schema", {}) for name in "dcab"]
     settings = [batch.Settings(t, None, None, "compact", False, None, "out") for t in ("y", "x")]
     work = [(j, s) for s in settings for j in jobs]
     got = {k: [(j.label[0], s.tokenizer) for j, s in batch.shard(work, k, 3)] for k in (1, 2, 3)}
-    # sorted: ax ay bx by cx cy dx dy -> shard 1 takes ranks 0, 3, 6; kept in the list's order
-    assert sorted(got[1]) == [("a", "x"), ("b", "y"), ("d", "x")]
-    assert sorted(got[2]) == [("a", "y"), ("c", "x"), ("d", "y")]
-    assert sorted(got[3]) == [("b", "x"), ("c", "y")]
+    # inputs sorted: a b c d -> shard 1 takes ranks 0 and 3, each with both tokenizers (the
+    # compiles of one input share their automaton); kept in the list's order
+    assert sorted(got[1]) == [("a", "x"), ("a", "y"), ("d", "x"), ("d", "y")]
+    assert sorted(got[2]) == [("b", "x"), ("b", "y")]
+    assert sorted(got[3]) == [("c", "x"), ("c", "y")]
     assert [w for w in work if (w[0].label[0], w[1].tokenizer) in got[1]] == batch.shard(work, 1, 3)
     with pytest.raises(ValueError, match="1..3"):
         batch.shard(work, 4, 3)
