@@ -510,6 +510,14 @@ def run_jobs(job: Job, settings: Sequence[Settings]) -> list[Result]:
         return [run_job(job, s) for s in settings]
 
 
+def _source_size(job: Job) -> int:
+    """The size of ``job``'s source, in bytes of its JSON (a proxy for its compile time)."""
+    try:
+        return len(orjson.dumps(job.source))
+    except TypeError:
+        return 0
+
+
 def _by_input(work: Sequence[Work]) -> list[list[int]]:
     """The positions of ``work`` grouped by input (in the order each input first appears)."""
     groups: dict[int, list[int]] = {}
@@ -540,6 +548,9 @@ def _compile_all(work: Sequence[Work], vocabs: Sequence[Vocabulary], n_workers: 
     ctx = multiprocessing.get_context("spawn")  # no fork: the parent may run a progress thread
     with ProcessPoolExecutor(min(n_workers, len(groups)), mp_context=ctx,
                              initializer=_init_worker, initargs=(os.getpid(),)) as pool:
+        # the largest sources first (the likeliest to compile longest: a long one started last
+        # would keep the others waiting)
+        groups.sort(key=lambda g: -_source_size(work[g[0]][0]))
         futures = {pool.submit(run_jobs, work[g[0]][0], [work[i][1] for i in g]): g for g in groups}
         for future in as_completed(futures):
             for i, r in zip(futures[future], future.result()):

@@ -407,3 +407,24 @@ def test_jobs_share_cached_tables_and_rebuild_a_corrupt_one(schemas: Path, tok_a
     assert len(ArtifactCache(tmp_path / "cache").entries()) == 6
     assert ArtifactCache(tmp_path / "cache").clear() == 6
     assert tables.entries() == []
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_an_inputs_tokenizers_compiled_together_give_the_artifacts_of_separate_runs(
+        tmp_path: Path, tok_a: str, tok_b: str, jobs: str) -> None:
+    """One input's tokenizers share its grammar and pushdown automaton (``data: {}`` makes
+    it recursive): the files are byte for byte those of one run per tokenizer."""
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    (folder / "tree.json").write_text(json.dumps({"type": "object", "properties": {"name": {"type": "string"},
+                                                                                   "data": {}}}))
+    (folder / "order.json").write_text(json.dumps(SCHEMAS["order.json"]))
+
+    def files(doc: dict[str, Any]) -> dict[tuple[str, str], bytes]:
+        assert all(r["ok"] for r in doc["results"])
+        return {(Path(r["path"]).name, r["tokenizer_sha256"]): Path(r["artifact"]).read_bytes() for r in doc["results"]}
+
+    together = files(compile_json(folder, "-t", tok_a, "-t", tok_b, "-j", jobs, "--no-cache", "-o", "together"))
+    alone = {**files(compile_json(folder, "-t", tok_a, "--no-cache", "-o", "a")),
+             **files(compile_json(folder, "-t", tok_b, "--no-cache", "-o", "b"))}
+    assert len(together) == 4 and together == alone
