@@ -160,10 +160,12 @@ def _class_groups(qs: tuple[int, ...], loose: bool, trans: Mapping[int, list[int
         for cl in classes:
             single.setdefault(row[cl], []).append(cl)
         return [({q: t}, members) for t, members in single.items()]
-    rows = [trans[q] for q in qs]
+    if not qs:  # (a loose walk with no configuration left: one group, no successor)
+        return [({}, classes)] if classes else []
+    cols = list(zip(*[trans[q] for q in qs]))  # (each class's column of successors, built at once)
     groups: dict[tuple[int, ...], list[int]] = {}
     for cl in classes:
-        groups.setdefault(tuple([r[cl] for r in rows]), []).append(cl)
+        groups.setdefault(cols[cl], []).append(cl)
     return [(dict(zip(qs, sig)), members) for sig, members in groups.items()]
 
 
