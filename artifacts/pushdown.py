@@ -389,7 +389,7 @@ class PushdownRuntime:
         self._class_of = pda.dfa.class_table  # bytes.translate: byte -> its class
         self._kinds: Sequence[int] | None = None
         self._needs: Sequence[int] | None = None
-        self._no_uncertain: Sequence[int] | None = None
+        self._empty_masks: bytes | None = None  # per mask: 1 where it is an empty allow list
         self._heads: tuple[NDArray[np.int64], NDArray[np.uint8]] | None = None
         # answers stored at compile time for listed stack contexts (maskc.artifacts.contexts)
         self._contexts = art.contexts if fast and contexts else None
@@ -506,8 +506,10 @@ class PushdownRuntime:
         rows: tuple[_Answer, _Answer | None] | None = None
         if self._kinds is None:
             self._build_kinds()
-        assert self._kinds is not None and self._no_uncertain is not None
-        if self._kinds[q] != _CALLS and (self._no_uncertain[q] or not self._mask_ids(int(self.uncertain[q])).size):
+        assert self._kinds is not None
+        empty = self._empty_masks
+        if self._kinds[q] != _CALLS and ((empty is not None and empty[self.uncertain.item(q)])
+                                         or not self._mask_ids(int(self.uncertain[q])).size):
             row = self.art.mask_row_of(int(self.art.state_mask[q]))
             if self._kinds[q] == _ACCEPTS:
                 with_eos = row
@@ -583,9 +585,12 @@ class PushdownRuntime:
         fast path of :meth:`mask` does not answer."""
         if self._kinds is None:
             self._build_kinds()
-        assert isinstance(self._kinds, bytes) and isinstance(self._no_uncertain, bytes)
+        assert isinstance(self._kinds, bytes)
         kinds = np.frombuffer(self._kinds, dtype=np.uint8)
-        out: NDArray[np.bool_] = (kinds != 0) | (np.frombuffer(self._no_uncertain, dtype=np.uint8) == 0)
+        if self._empty_masks is None:
+            return np.ones(kinds.shape[0], dtype=np.bool_)
+        no_uncertain = np.frombuffer(self._empty_masks, dtype=np.uint8)[self.uncertain]
+        out: NDArray[np.bool_] = (kinds != 0) | (no_uncertain == 0)
         return out
 
     def compute_mask(self, config: Config) -> tuple[_Answer, _Walk]:
@@ -823,19 +828,19 @@ class PushdownRuntime:
         pda = self.art.pda
         assert pda is not None  # a runtime exists only for a pushdown artifact
         offsets = pda.call_offsets
-        kinds = pda.dfa.accepting.astype(bool).astype(np.uint8)  # _ACCEPTS == 1
-        kinds[offsets[1:] != offsets[:-1]] = _CALLS
+        kinds = pda.dfa.accepting.astype(np.uint8)  # _ACCEPTS == 1
+        kinds[np.flatnonzero(offsets[1:] != offsets[:-1])] = _CALLS  # (few states call)
         self._kinds = kinds.tobytes()
         need = pda.need
         self._needs = need.astype(np.uint8).tobytes() if not need.size or 0 <= need.min() <= need.max() < 256 else (
             need.tolist())
-        # states whose uncertain mask is an empty allow list (others are looked at one by one)
+        # the masks that are an empty allow list: a state whose uncertain mask is one has no
+        # uncertain token (others are looked at one by one). Per mask, not per state: a large
+        # automaton has a hundred thousand states and a few hundred masks
         masks = self.art.masks
         if self.uncertain.shape[0] == kinds.shape[0] and masks.num_masks:
-            empty = (masks.kinds == KIND_ALLOW) & (masks.offsets[1:] == masks.offsets[:-1])  # per mask
-            self._no_uncertain = empty[self.uncertain].astype(np.uint8).tobytes()
-        else:
-            self._no_uncertain = bytes(kinds.shape[0])
+            empty = (masks.kinds == KIND_ALLOW) & (masks.offsets[1:] == masks.offsets[:-1])
+            self._empty_masks = empty.astype(np.uint8).tobytes()
 
     def _walk(self, config: Config) -> _Walk:
         """A walk over ``config``: the inlined one, or the general one for the reference."""
