@@ -19,6 +19,10 @@ KIND_REJECT = 1
 KIND_DENSE = 2
 KIND_DELTA = 3  # data = [base mask id, token ids whose bit differs from the base]
 MAX_DELTA_DEPTH = 8
+MAX_CHAIN_FLIPS = 2048
+"""Most flips a delta's chain may hold, its own and its bases' down to a self-contained
+mask: what a first visit decodes (about 5 ns a flip) is bounded, where a chain of deltas each
+nearly a dense row's size saves little space and costs tens of µs to decode."""
 DELTA_WINDOW = 16
 REUSE_LIMIT = 4096  # a store given to a builder with up to this many masks is searched for each new one
 
@@ -129,6 +133,7 @@ class MaskStoreBuilder:
         self._kinds: list[int] = []
         self._data: list[NDArray[np.int32]] = []
         self._depth: list[int] = []
+        self._flips: list[int] = []  # per mask: the flips of its delta chain (0: self-contained)
         # The last DELTA_WINDOW masks (delta bases): packed rows in a ring, oldest at _next.
         self._ring = np.zeros((DELTA_WINDOW, (bitmask_words(vocab_size) + 1) // 2), dtype=np.uint64)
         self._ring_id = [-1] * DELTA_WINDOW
@@ -143,7 +148,9 @@ class MaskStoreBuilder:
                 data = store.data[offsets[m] : offsets[m + 1]]
                 self._kinds.append(kind)
                 self._data.append(data)
-                self._depth.append(self._depth[int(data[0])] + 1 if kind == KIND_DELTA else 0)  # bases come first
+                delta = kind == KIND_DELTA
+                self._depth.append(self._depth[int(data[0])] + 1 if delta else 0)  # bases come first
+                self._flips.append(self._flips[int(data[0])] + data.shape[0] - 1 if delta else 0)
             if store.num_masks <= REUSE_LIMIT:
                 for m in range(store.num_masks - 1, -1, -1):  # (the first of equal masks wins)
                     self._index[store.dense_row(m).tobytes()] = m
@@ -186,20 +193,26 @@ class MaskStoreBuilder:
                 brow = self._base_rows[base] = self._wide(self._store.dense_row(base))
             ids.insert(0, base)
             bases = np.concatenate([brow[None, :], bases])
+        chain = 0
         if ids:
             diffs = np.bitwise_count(bases ^ as64[None, :]).sum(axis=1, dtype=np.int64)
             j = int(np.argmin(diffs))  # the first of the closest: the base given, else the oldest
             if int(diffs[j]) == 0:
                 return ids[j]  # (a base the index does not hold: a large store's)
-            if int(diffs[j]) + 1 < data.shape[0]:
+            # a delta must be smaller than the mask's own form and keep its chain's flips bounded
+            fits = (diffs + 1 < data.shape[0]) & (diffs + np.asarray([self._flips[i] for i in ids]) <= MAX_CHAIN_FLIPS)
+            if fits.any():
+                j = int(np.argmin(np.where(fits, diffs, np.iinfo(np.int64).max)))  # (the first of the closest)
                 flips = np.flatnonzero(unpack_bool(bases[j], self.vocab_size) != mask).astype(np.int32)
                 kind, data = KIND_DELTA, np.concatenate([np.array([ids[j]], dtype=np.int32), flips])
                 depth = self._depth[ids[j]] + 1
+                chain = self._flips[ids[j]] + flips.shape[0]
         m = len(self._kinds)
         self._index[key] = m
         self._kinds.append(kind)
         self._data.append(data)
         self._depth.append(depth)
+        self._flips.append(chain)
         self._ring[self._next] = as64
         self._ring_id[self._next] = m
         self._next = (self._next + 1) % DELTA_WINDOW
