@@ -2,7 +2,9 @@
 
 A mask is a set of allowed token ids over the logits width ``V``. Per distinct mask the
 store keeps whichever is smallest: the allowed ids, the rejected ids, or a dense bitset of
-``ceil(V/32)`` int32 words (XGrammar's layout: bit ``i % 32`` of word ``i // 32``).
+``ceil(V/32)`` int32 words (XGrammar's layout: bit ``i % 32`` of word ``i // 32``), or the
+ids whose bit differs from a close mask (a delta), while the chain of deltas a first visit
+decodes stays short (:data:`MAX_DELTA_DEPTH` links, :data:`MAX_CHAIN_FLIPS` flips).
 """
 
 from __future__ import annotations
@@ -200,7 +202,8 @@ class MaskStoreBuilder:
             if int(diffs[j]) == 0:
                 return ids[j]  # (a base the index does not hold: a large store's)
             # a delta must be smaller than the mask's own form and keep its chain's flips bounded
-            fits = (diffs + 1 < data.shape[0]) & (diffs + np.asarray([self._flips[i] for i in ids]) <= MAX_CHAIN_FLIPS)
+            chains = np.asarray([self._flips[i] for i in ids], dtype=np.int64)
+            fits = (diffs + 1 < data.shape[0]) & (chains + diffs <= MAX_CHAIN_FLIPS)
             if fits.any():
                 j = int(np.argmin(np.where(fits, diffs, np.iinfo(np.int64).max)))  # (the first of the closest)
                 flips = np.flatnonzero(unpack_bool(bases[j], self.vocab_size) != mask).astype(np.int32)
