@@ -276,28 +276,12 @@ def compile_grammar(
     progress: Progress | None = None,
     timings: dict[str, float] | None = None,
     deadline: float | None = None,
-) -> CompiledGrammar:
-    """Compile a grammar with rules: regular grammars take :func:`compile_ir`'s path.
-    ``deadline`` as in :func:`compile_ir`: one for every stage."""
-    return _compile_grammar(kind, source, grammar, vocab, options, not_enforced=not_enforced, progress=progress,
-                            timings=timings, deadline=deadline)
-
-
-def _compile_grammar(
-    kind: str,
-    source: str,
-    grammar: Grammar,
-    vocab: Vocabulary,
-    options: CompileOptions,
-    *,
-    not_enforced: list[dict[str, str]] | None = None,
-    progress: Progress | None = None,
-    timings: dict[str, float] | None = None,
-    deadline: float | None = None,
     shared: _Shared | None = None,
 ) -> CompiledGrammar:
-    """:func:`compile_grammar`, taking the rules and pushdown automaton from ``shared`` where
-    it holds them, and leaving them there where it does not."""
+    """Compile a grammar with rules: regular grammars take :func:`compile_ir`'s path.
+    ``deadline`` as in :func:`compile_ir`: one for every stage. ``shared`` (from
+    :func:`compile_source` within :func:`sharing_automata`): the rules and pushdown automaton
+    are taken from it where it holds them, and left there where it does not."""
     t = timings if timings is not None else {}
     if deadline is None:
         deadline = time.monotonic() + options.limits.max_seconds
@@ -405,8 +389,8 @@ def compile_source(
             shared = _Shared(key, asked, grammar, list(not_enforced))
             slot.append(shared)
     t["frontend_ms"] = (time.perf_counter() - t0) * 1e3
-    return _compile_grammar(kind, text, grammar, vocab, opts, not_enforced=not_enforced, progress=progress,
-                            timings=t, deadline=deadline, shared=shared)
+    return compile_grammar(kind, text, grammar, vocab, opts, not_enforced=not_enforced, progress=progress,
+                           timings=t, deadline=deadline, shared=shared)
 
 
 def compile_json_schema(
