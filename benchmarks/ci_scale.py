@@ -13,8 +13,9 @@ for every tokenizer (``--tokenizer`` repeated; default: DeepSeek and the SmolLM2
 test assets, fetched by ``python -m tests.assets``) with ``--no-cache``, ``--jobs N`` and
 ``--max-seconds S``, exactly as a CI job would. The report gives the wall time, the inputs
 compiled and failed (by error), per-input compile p50/p90/max, and the estimate; and a
-second estimate from the work (the compile times summed, shared by the workers, scaled the
-same way), which a small sample's longest input does not skew.
+second estimate from the work (the time each compile took, failed ones included, summed,
+shared by the workers and scaled the same way), which a small sample's longest input does
+not skew.
 """
 
 from __future__ import annotations
@@ -100,10 +101,10 @@ def main() -> int:
     errors = Counter(reason(r) for r in results if not r["ok"])
     ms = np.array([r["compile_ms"] for r in ok] or [0.0])
     estimate = fixed + max(0.0, wall - fixed) * len(pool) / len(picked)
-    # from the work instead: the sample's compile time shared by the workers, scaled. A small
-    # sample's wall waits on its longest input; the slice's thousands of inputs keep the
-    # workers busy to the end, which this estimate assumes
-    work_s = sum(r["compile_ms"] or 0.0 for r in results) / 1e3
+    # from the work instead: the time the sample's compiles took (failed ones included), shared
+    # by the workers, scaled. A small sample's wall waits on its longest input; the slice's
+    # thousands of inputs keep the workers busy to the end, which this estimate assumes
+    work_s = sum(r.get("elapsed_ms") or r.get("compile_ms") or 0.0 for r in results) / 1e3
     work_estimate = fixed + work_s / max(1, args.jobs) * len(pool) / len(picked)
     report = {
         "sample": len(picked), "slice": len(pool), "tokenizers": tokenizers, "jobs": args.jobs,
@@ -114,7 +115,8 @@ def main() -> int:
         "estimated_slice_wall_s": estimate, "compile_s": work_s, "estimated_slice_work_s": work_estimate,
         "exit_code": proc.returncode,
         "results": [{"path": Path(r["path"]).name, "tokenizer_sha256": r.get("tokenizer_sha256"), "ok": r["ok"],
-                     "compile_ms": r.get("compile_ms"), "error": None if r["ok"] else reason(r)} for r in results],
+                     "compile_ms": r.get("compile_ms"), "elapsed_ms": r.get("elapsed_ms"),
+                     "error": None if r["ok"] else reason(r)} for r in results],
     }
     print(f"{len(picked)} of {len(pool)} schemas x {len(tokenizers)} tokenizers, --jobs {args.jobs}, "
           f"{args.semantics} semantics: {len(ok)}/{len(results)} compiled in {wall:.1f} s (exit {proc.returncode})")

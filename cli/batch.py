@@ -393,6 +393,7 @@ def _result(job: Job, settings: Settings) -> Result:
         "path": job.label, "ok": False, "artifact": None, "states": None,
         "distinct_masks": None, "bytes": None, "compile_ms": None, "cache_hit": None, "cached": None,
         "tokenizer_sha256": settings.tokenizer_sha256, "not_enforced": [], "error": job.failure,
+        "elapsed_ms": 0.0,
     }
 
 
@@ -400,10 +401,22 @@ def run_job(job: Job, settings: Settings) -> Result:
     """Compile one job and write its artifact; failures become the result's ``error``.
 
     ``cached`` (and ``cache_hit``) is true when the artifact came from the artifact cache.
+    ``elapsed_ms`` is the time the job took, a failed one included (``compile_ms`` is the
+    compile's, None when it failed).
     """
     result = _result(job, settings)
     if job.failure is not None:
         return result
+    t0 = time.perf_counter()
+    try:
+        _compile_into(job, settings, result)
+    finally:
+        result["elapsed_ms"] = round((time.perf_counter() - t0) * 1e3, 3)
+    return result
+
+
+def _compile_into(job: Job, settings: Settings, result: Result) -> None:
+    """:func:`run_job`'s compile and write, recorded in ``result``."""
     try:
         vocab = vocabulary(settings)
         opts = job_options(job, settings)
@@ -413,10 +426,10 @@ def run_job(job: Job, settings: Settings) -> Result:
         size, digest = path.stat().st_size, file_sha256(path)
     except MaskcError as e:
         result["error"] = describe(e)
-        return result
+        return
     except Exception as e:  # noqa: BLE001  (a bug: reported per input, the batch goes on)
         result["error"] = describe_internal(e)
-        return result
+        return
     result.update(ok=True, artifact=str(path), states=art.num_states, distinct_masks=art.num_masks,
                   bytes=size, compile_ms=round(art.compile_ms, 3), cache_hit=art.cache_hit,
                   cached=art.cache_hit, tokenizer_sha256=vocab.fingerprint, not_enforced=art.not_enforced)
@@ -424,7 +437,6 @@ def run_job(job: Job, settings: Settings) -> Result:
         art, source=_manifest_source(job, Path(settings.out)), stem=job.stem, file_name=name,
         source_key=source_key(job, opts, vocab.fingerprint), file_bytes=size, sha256=digest,
         compile_ms=0.0 if art.cache_hit else art.compile_ms)
-    return result
 
 
 def _reused(job: Job, settings: Settings, recorded: dict[tuple[str, str], dict[str, Any]]) -> Result | None:
@@ -441,9 +453,10 @@ def _reused(job: Job, settings: Settings, recorded: dict[tuple[str, str], dict[s
     if entry is None or path is None:
         return None
     result = _result(job, settings)
+    took = round((time.perf_counter() - t0) * 1e3, 3)
     result.update(ok=True, artifact=str(path), states=entry.get("states"),
                   distinct_masks=entry.get("distinct_masks"), bytes=entry["bytes"],
-                  compile_ms=round((time.perf_counter() - t0) * 1e3, 3), cache_hit=True, cached=True,
+                  compile_ms=took, elapsed_ms=took, cache_hit=True, cached=True,
                   not_enforced=entry.get("not_enforced", []))
     result[MANIFEST_ENTRY] = entry
     return result

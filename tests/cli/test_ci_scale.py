@@ -428,3 +428,18 @@ def test_an_inputs_tokenizers_compiled_together_give_the_artifacts_of_separate_r
     alone = {**files(compile_json(folder, "-t", tok_a, "--no-cache", "-o", "a")),
              **files(compile_json(folder, "-t", tok_b, "--no-cache", "-o", "b"))}
     assert len(together) == 4 and together == alone
+
+
+def test_every_result_reports_the_time_it_took_a_failed_one_too(tmp_path: Path, tok_a: str) -> None:
+    folder = tmp_path / "some_fail"
+    folder.mkdir()
+    (folder / "good.json").write_text(json.dumps(SCHEMAS["order.json"]))
+    (folder / "bad.json").write_text(json.dumps({"type": "string", "pattern": "(unclosed"}))
+    doc = compile_json(folder, "-t", tok_a, "--no-cache", "-o", "out", code=1)
+    by = {Path(r["path"]).name: r for r in doc["results"]}
+    good, bad = by["good.json"], by["bad.json"]
+    assert good["ok"] and good["elapsed_ms"] >= good["compile_ms"] > 0
+    assert not bad["ok"] and bad["compile_ms"] is None and bad["elapsed_ms"] > 0
+    again = compile_json(folder, "-t", tok_a, "--no-cache", "-o", "out", code=1)  # reused from the folder
+    reused = {Path(r["path"]).name: r for r in again["results"]}["good.json"]
+    assert reused["cached"] and reused["elapsed_ms"] == reused["compile_ms"] >= 0
