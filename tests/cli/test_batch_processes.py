@@ -42,6 +42,9 @@ def vocab(tmp_path: Path) -> Path:
     return path
 
 
+KILLED_BATCH = 24
+
+
 def write_schemas(folder: Path, n: int, first: int = 0, fields: int = 4) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -143,8 +146,9 @@ def test_concurrent_and_killed_compiles_leave_only_whole_files(tmp_path: Path, v
         assert p.returncode == 0, stderr.decode()[-2000:]
         assert json.loads(stdout)["summary"] == {"compiled": 2, "failed": 0}
 
-    # a compile killed midway, into the same folder and cache
-    batch = write_schemas(tmp_path / "batch", 6, first=5, fields=2)
+    # a compile killed midway, into the same folder and cache (a batch long enough that the
+    # kill lands before its end on a loaded machine)
+    batch = write_schemas(tmp_path / "batch", KILLED_BATCH, first=5, fields=2)
     cmd = maskc_cmd(tmp_path / "batch", "-t", vocab, "-o", out)
     before = artifacts(out)
     killed = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -167,11 +171,11 @@ def test_concurrent_and_killed_compiles_leave_only_whole_files(tmp_path: Path, v
     assert rerun.returncode == 0, rerun.stderr.decode()[-2000:]
     assert leftovers(out, cache) == []
     entries = read_manifest(out)
-    assert len(entries) == 1 + 4 + 6
+    assert len(entries) == 1 + 4 + KILLED_BATCH
     assert {e["artifact"] for e in entries} == artifacts(out)
     for name in artifacts(out):
         maskc.load_artifact(out / name)
-    assert len(ArtifactCache(cache).entries()) == 1 + 4 + 6
+    assert len(ArtifactCache(cache).entries()) == 1 + 4 + KILLED_BATCH
     for entry in ArtifactCache(cache).entries():
         maskc.load_artifact(entry)
     assert not any(p.name.startswith(".") for p in out.iterdir())
