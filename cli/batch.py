@@ -516,11 +516,20 @@ def run_all(work: Sequence[Work], vocabs: Sequence[Vocabulary], n_workers: int,
     return done
 
 
-def run_jobs(job: Job, settings: Sequence[Settings]) -> list[Result]:
+def run_jobs(job: Job, settings: Sequence[Settings], started: Callable[[Job], None] | None = None,
+             finished: Callable[[Result], None] | None = None) -> list[Result]:
     """:func:`run_job` for each of ``settings`` in turn: an input's tokenizers one after the
-    other, sharing what does not depend on the tokenizer (:func:`~maskc.compiler.pipeline.sharing_automata`)."""
+    other, sharing what does not depend on the tokenizer (:func:`~maskc.compiler.pipeline.sharing_automata`).
+    ``started`` and ``finished`` are called around each compile (in-process only)."""
+    out: list[Result] = []
     with sharing_automata():
-        return [run_job(job, s) for s in settings]
+        for s in settings:
+            if started is not None:
+                started(job)
+            out.append(run_job(job, s))
+            if finished is not None:
+                finished(out[-1])
+    return out
 
 
 def _source_size(job: Job) -> int:
@@ -546,13 +555,9 @@ def _compile_all(work: Sequence[Work], vocabs: Sequence[Vocabulary], n_workers: 
     groups = _by_input(work)
     out: list[Result | None] = [None] * len(work)
     if n_workers <= 1 or len(groups) <= 1:
-        for group in groups:
-            with sharing_automata():
-                for i in group:
-                    job, s = work[i]
-                    started(job)
-                    out[i] = r = run_job(job, s)
-                    finished(r)
+        for g in groups:
+            for i, r in zip(g, run_jobs(work[g[0]][0], [work[i][1] for i in g], started, finished)):
+                out[i] = r
         return [r for r in out if r is not None]
     for vocab in vocabs:  # the workers load these tables rather than parse the tokenizers
         cache = next((s.cache for _, s in work if s.tokenizer_sha256 == vocab.fingerprint), None)
