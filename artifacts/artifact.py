@@ -157,6 +157,8 @@ class Artifact:
         self._torch_rows: dict[tuple[int, str], Any] = {}
         self._step_cache: dict[tuple[int, int], int] = {}
         self._forced: dict[int, bytes] = {}
+        self._counted_room: list[int] | None = None  # CountingMatcher: per state, the count a token may exit at
+        self._counted_step_cache: dict[tuple[int, int], tuple[int, int, bool]] = {}
         self.tokenizer: Vocabulary | None = None
         self.cache_hit = False
         self.cache_path: Path | None = None

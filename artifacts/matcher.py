@@ -451,12 +451,13 @@ class CountingMatcher(Matcher):
         assert counters is not None
         self._counters = counters
         self._counts: list[int] = [0]
-        # Per state: the count at which a token may reach the exit (huge outside loops).
-        span = counters.span.tolist()
-        self._room: list[int] = [span[r] if r >= 0 else 1 << 62 for r in counters.region.tolist()]
-        self._lens = [len(b) for b in self._tokens]
-        self._counted_cache: dict[tuple[int, int], tuple[int, int, bool]] = artifact.__dict__.setdefault(
-            "_counted_step_cache", {})
+        # Per state: the count at which a token may reach the exit (huge outside loops); built
+        # once per artifact, so a new matcher (one per request) costs nothing per state or token.
+        if artifact._counted_room is None:
+            span = counters.span.tolist()
+            artifact._counted_room = [span[r] if r >= 0 else 1 << 62 for r in counters.region.tolist()]
+        self._room: list[int] = artifact._counted_room
+        self._counted_cache: dict[tuple[int, int], tuple[int, int, bool]] = artifact._counted_step_cache
 
     @property
     def count(self) -> int:
@@ -500,7 +501,7 @@ class CountingMatcher(Matcher):
         if nxt == -1:
             return False
         if nxt >= 0:
-            if c + self._lens[t] >= self._room[s]:
+            if c + len(self._tokens[t]) >= self._room[s]:
                 # The token may reach the exit of this state's loop: the exact walk.
                 nxt, n = self._walk(s, c, self._tokens[t])
                 if nxt < 0:
