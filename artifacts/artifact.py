@@ -92,6 +92,7 @@ def verify_tables(tensors: dict[str, NDArray[Any]], metadata: dict[str, str], wh
         np.array(tensors["dfa.byte_class"], dtype=np.uint8),
         np.asarray(tensors["dfa.accepting"]).astype(np.bool_),
         counters,
+        targets_checked=True,  # decode_trans kept every target in [-1, states)
     )
     masks = MaskStore(
         vocab_size,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from operator import itemgetter
 from typing import TYPE_CHECKING, NewType
 
@@ -40,8 +40,9 @@ class Dfa:
     accepting: NDArray[np.bool_]  # [states]
     counters: Counters | None = None  # counted loops (None: the table is the whole automaton)
     class_table: bytes = field(init=False, repr=False, compare=False)  # byte_class as a bytes.translate table
+    targets_checked: InitVar[bool] = False  # the caller proved every target in [-1, states) (an artifact's load)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, targets_checked: bool) -> None:
         if self.trans.ndim != 2 or self.trans.dtype != np.int32:
             raise ValueError(f"trans must be int32 [states, classes], got {self.trans.dtype} {self.trans.shape}")
         if self.byte_class.shape != (256,) or self.byte_class.dtype != np.uint8:
@@ -51,7 +52,7 @@ class Dfa:
         n, c = self.trans.shape
         if n == 0:
             raise ValueError("a DFA needs at least its start state")
-        if self.trans.size and (self.trans.min() < DEAD or self.trans.max() >= n):
+        if not targets_checked and self.trans.size and (self.trans.min() < DEAD or self.trans.max() >= n):
             raise ValueError("transition target out of range")
         if int(self.byte_class.max()) >= c:
             raise ValueError("byte class out of range")
