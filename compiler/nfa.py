@@ -10,7 +10,7 @@ would explode (large bounded repetitions of large items) into a clear error.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -48,6 +48,34 @@ def item_reach(reach: ItemReach | None) -> Iterator[None]:
         yield
     finally:
         _ITEM_REACH.reset(token)
+
+
+HorizonQuestion = tuple[int, Callable[[], bytes], int]
+"""``(shortest, last, most)``: one :func:`_most_items` answer of a lowering, with what it was
+asked (the items' shortest length and, lazily, their last bytes)."""
+
+_HORIZON_ASKED: ContextVar[list[HorizonQuestion] | None] = ContextVar("maskc_horizon_asked", default=None)
+
+
+@contextmanager
+def recording_horizon(asked: list[HorizonQuestion]) -> Iterator[None]:
+    """Lowerings in this block append to ``asked`` every question they put to the horizon
+    and the vocabulary (how many items one token completes) with its answer: the only way
+    a vocabulary shapes a lowering, so another vocabulary that answers them alike
+    (:func:`same_horizon_answers`) would lower the same IR to the same automaton."""
+    token = _HORIZON_ASKED.set(asked)
+    try:
+        yield
+    finally:
+        _HORIZON_ASKED.reset(token)
+
+
+def same_horizon_answers(asked: Sequence[HorizonQuestion], horizon: int | None) -> bool:
+    """Whether ``horizon`` (with the :func:`item_reach` in force) answers every one of
+    ``asked`` as it was answered when recorded."""
+    if horizon is None or horizon <= 0:
+        return not asked
+    return all(_most_items(horizon, shortest, last) == most for shortest, last, most in asked)
 
 
 @dataclass(slots=True)
@@ -279,6 +307,9 @@ def _most_items(horizon: int, shortest: int, last: Callable[[], bytes]) -> int:
     reach = _ITEM_REACH.get()
     if reach is not None and most > 1:
         most = min(most, reach(last(), shortest))
+    asked = _HORIZON_ASKED.get()
+    if asked is not None:
+        asked.append((shortest, last, most))
     return most
 
 

@@ -31,7 +31,7 @@ from maskc.compiler.frontends.registry import frontend, grammar_sha256
 from maskc.compiler.ir import Grammar, Node
 from maskc.compiler.maskstore import MaskStore, MaskStoreBuilder
 from maskc.compiler.minimize import minimize
-from maskc.compiler.nfa import item_reach, lower
+from maskc.compiler.nfa import HorizonQuestion, item_reach, lower, recording_horizon, same_horizon_answers
 from maskc.compiler.options import CompileOptions
 from maskc.compiler.spelling import prove_spellable, prove_start_spellable
 from maskc.compiler.vocab import Vocabulary
@@ -76,16 +76,20 @@ MAX_RECOUNTS = 4
 @dataclass(slots=True)
 class _Shared:
     """What a compile leaves for the next one of the same source and options: the front end's
-    output, the questions it asked the vocabulary (with the answers) and, for a recursive
-    grammar, its rules and pushdown automaton."""
+    output, the questions it asked the vocabulary (with the answers) and the automaton (for
+    a recursive grammar, its rules and pushdown automaton), or what building them raised."""
 
     key: tuple[str, str, str]  # (kind, canonical source text, options)
     asked: list[tuple[tuple[bytes, int], int]]
-    grammar: Grammar
+    grammar: Grammar | None  # None: the front end ran out of time
     not_enforced: list[dict[str, str]]
     rules: ResolvedRules | None = None
     pda: Pda | None = None
-    refused: MaskcError | None = None  # what building the automaton raised (a limit, not the clock)
+    refused: MaskcError | None = None  # what building the automaton raised (a limit or the clock)
+    # A regular grammar: the questions its lowering put to the horizon and the vocabulary,
+    # and the automaton (or what building it raised, the clock aside) they led to.
+    horizon_asked: list[HorizonQuestion] | None = None
+    dfa: Dfa | MaskcError | None = None
 
 
 _SHARED: ContextVar[list[_Shared] | None] = ContextVar("maskc_shared_automata", default=None)
@@ -101,9 +105,17 @@ def sharing_automata() -> Iterator[None]:
     Exact: the front end reads nothing of the vocabulary but its answers to
     :func:`~maskc.compiler.nfa.item_reach` questions, which are recorded and asked again of
     the new vocabulary (any different answer: the compile starts over), and the pushdown
-    automaton is built from the grammar and the options alone. The regular path is not
-    shared: its counted loops depend on the vocabulary's longest token. ``maskc compile``
-    runs each input's tokenizers one after the other in such a block.
+    automaton is built from the grammar and the options alone. A regular grammar's
+    automaton is shared where the new vocabulary answers alike every question its lowering
+    asked (how many items one token completes, for each counted loop it planned:
+    :func:`~maskc.compiler.nfa.recording_horizon`); the questions depend on the longest token,
+    so a vocabulary with other answers builds its own.
+
+    A shared stage's outcome is shared too: a limit it hit, and the clock. Where the front end
+    or the automaton ran out of time, the next compile would run the same steps again with
+    the same budget (at most the skipped stages' seconds more), so it reports the time-out
+    rather than spend it a second time. ``maskc compile`` runs each input's tokenizers one
+    after the other in such a block.
     """
     token = _SHARED.set([])
     try:
@@ -230,23 +242,25 @@ def compile_ir(
     progress: Progress | None = None,
     timings: dict[str, float] | None = None,
     deadline: float | None = None,
+    shared: _Shared | None = None,
 ) -> CompiledGrammar:
     """Compile IR for ``vocab``: automaton stages, then alignment and the mask store.
     ``deadline`` (``time.monotonic()``; default: ``max_seconds`` from now) is the whole
-    compile's, front end included where the caller started it earlier."""
+    compile's, front end included where the caller started it earlier. ``shared`` (see
+    :func:`compile_grammar`): the automaton is taken from it where the vocabulary answers
+    its lowering's questions alike, and left there otherwise."""
     t = timings if timings is not None else {}
     start = time.perf_counter()
     if deadline is None:
         deadline = time.monotonic() + options.limits.max_seconds
     try:
         table = token_table(vocab)
-        with item_reach(table.items_reach):
-            dfa = grammar_dfa(node, options, t, deadline=deadline, horizon=table.longest if COUNTED_LOOPS else None)
+        dfa = _regular_dfa(node, options, t, deadline, table, shared)
         builder = MaskStoreBuilder(vocab.vocab_size)
         t0 = time.perf_counter()
         state_mask = align(dfa, table, add_mask=builder.add, progress=progress, deadline=deadline)
-    except TimeLimitExceeded:
-        raise TimeLimitExceeded("compile time (s)", limit=options.limits.max_seconds) from None
+    except TimeLimitExceeded as e:
+        raise TimeLimitExceeded("compile time (s)", limit=options.limits.max_seconds, hint=e.hint) from None
     t["align_ms"] = (time.perf_counter() - t0) * 1e3
     masks = builder.build()
     t1 = time.perf_counter()
@@ -263,6 +277,43 @@ def compile_ir(
         not_enforced=list(not_enforced or []),
         timings=t,
     )
+
+
+def _shared_time_out() -> TimeLimitExceeded:
+    """What a compile raises whose tokenizer-independent work ran out of time in the
+    previous compile of the same input (its wrapper names the limit)."""
+    return TimeLimitExceeded(
+        "compile time (s)", limit=0,
+        hint="this input's automaton, which its tokenizers share, ran out of time in the compile for the "
+             "previous tokenizer and is not built again; simplify the schema (smaller maxLength/maxItems, fewer "
+             "alternatives) or raise --max-seconds (Limits.max_seconds)")
+
+
+def _regular_dfa(node: Node, options: CompileOptions, t: dict[str, float], deadline: float, table: TokenTable,
+                 shared: _Shared | None) -> Dfa:
+    """:func:`grammar_dfa` for ``table``'s vocabulary, or the shared one where the previous
+    compile's lowering asked nothing this vocabulary answers otherwise."""
+    horizon = table.longest if COUNTED_LOOPS else None
+    with item_reach(table.items_reach):
+        if shared is not None and shared.dfa is not None and shared.horizon_asked is not None \
+                and same_horizon_answers(shared.horizon_asked, horizon):
+            t["shared_automaton"] = 1.0
+            if isinstance(shared.dfa, TimeLimitExceeded):
+                raise _shared_time_out()
+            if isinstance(shared.dfa, MaskcError):
+                raise shared.dfa
+            return shared.dfa
+        asked: list[HorizonQuestion] = []
+        try:
+            with recording_horizon(asked):
+                dfa = grammar_dfa(node, options, t, deadline=deadline, horizon=horizon)
+        except MaskcError as e:  # (a time-out too: the questions so far lead to the same work)
+            if shared is not None:
+                shared.horizon_asked, shared.dfa = asked, e
+            raise
+    if shared is not None:
+        shared.horizon_asked, shared.dfa = asked, dfa
+    return dfa
 
 
 def compile_grammar(
@@ -290,26 +341,24 @@ def compile_grammar(
     if rules is None:
         try:
             rules = resolve_rules(grammar, deadline=deadline)
-        except TimeLimitExceeded:
-            raise TimeLimitExceeded("compile time (s)", limit=options.limits.max_seconds) from None
+        except TimeLimitExceeded as e:
+            raise TimeLimitExceeded("compile time (s)", limit=options.limits.max_seconds, hint=e.hint) from None
         if shared is not None:
             shared.rules = rules
     t["rules_ms"] = (time.perf_counter() - t0) * 1e3
     if rules.regular:
         return compile_ir(kind, source, rules.bodies[0], vocab, options, not_enforced=not_enforced,
-                          progress=progress, timings=t, deadline=deadline)
+                          progress=progress, timings=t, deadline=deadline, shared=shared)
     start = time.perf_counter()
     try:
         pda = shared.pda if shared is not None else None
         if shared is not None and shared.refused is not None:
-            raise shared.refused
+            raise _shared_time_out() if isinstance(shared.refused, TimeLimitExceeded) else shared.refused
         if pda is not None:
             t["shared_automaton"] = 1.0
         else:
             try:
                 pda = build_pda(rules, options, t, deadline=deadline)
-            except TimeLimitExceeded:
-                raise
             except MaskcError as e:
                 if shared is not None:
                     shared.refused = e
@@ -323,8 +372,8 @@ def compile_grammar(
         t1 = time.perf_counter()
         masks = align_pda(pda, table, add_mask=builder.add, progress=progress, deadline=deadline,
                           max_states=options.limits.max_states)
-    except TimeLimitExceeded:
-        raise TimeLimitExceeded("compile time (s)", limit=options.limits.max_seconds) from None
+    except TimeLimitExceeded as e:
+        raise TimeLimitExceeded("compile time (s)", limit=options.limits.max_seconds, hint=e.hint) from None
     t["align_ms"] = (time.perf_counter() - t1) * 1e3
     store = builder.build()
     prove_start_spellable(pda, masks.accepted, masks.uncertain, store, tokenizer=vocab.name)
@@ -372,6 +421,9 @@ def compile_source(
     key = (kind, text, opts.canonical_json())
     shared = _recalled(slot, key, table)
     if shared is not None:
+        if shared.grammar is None:  # the front end ran out of time on the same questions
+            hint = _shared_time_out().hint
+            raise TimeLimitExceeded("compile time (s)", limit=opts.limits.max_seconds, hint=hint)
         grammar, not_enforced = shared.grammar, list(shared.not_enforced)
     else:
         asked: list[tuple[tuple[bytes, int], int]] = []
@@ -384,7 +436,12 @@ def compile_source(
         if slot is not None:
             slot.clear()  # (the previous compile's work is not kept past a different one)
         with item_reach(reach):  # what counted repeats would cost, for this vocabulary
-            grammar, not_enforced = fe.to_grammar(source, opts)
+            try:
+                grammar, not_enforced = fe.to_grammar(source, opts)
+            except TimeLimitExceeded:
+                if slot is not None:
+                    slot.append(_Shared(key, asked, None, []))
+                raise
         if slot is not None:
             shared = _Shared(key, asked, grammar, list(not_enforced))
             slot.append(shared)

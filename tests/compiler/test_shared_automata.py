@@ -1,6 +1,8 @@
 """Compiles of one source for several tokenizers share what does not depend on the tokenizer
-(:func:`maskc.compiler.pipeline.sharing_automata`): the front end's output and, for a
-recursive grammar, its pushdown automaton. The artifacts are those of compiling alone."""
+(:func:`maskc.compiler.pipeline.sharing_automata`): the front end's output, a recursive
+grammar's pushdown automaton, and a regular grammar's automaton where the vocabularies answer
+its lowering's questions alike; also what those stages raised, a time-out included. The
+artifacts are those of compiling alone."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import pytest
 import maskc
 from maskc.compiler import pipeline
 from maskc.compiler.align import TokenTable
-from maskc.compiler.errors import StateLimitExceeded
+from maskc.compiler.errors import StateLimitExceeded, TimeLimitExceeded
 from maskc.compiler.options import CompileOptions, Limits
 from maskc.compiler.vocab import Vocabulary
 
@@ -132,3 +134,96 @@ def test_a_refused_automaton_is_refused_again_without_a_rebuild(
                 maskc.compile_source("json_schema", schema, vocab, options=tight)
             assert str(shared.value) == str(alone.value)
     assert len(builds) == 1
+
+
+# no bounded repetition: the lowering asks the vocabulary nothing, so every vocabulary shares it
+UNCOUNTED: dict[str, Any] = {"type": "object", "properties": {"b": {"enum": ["a", "ab"]}, "a": {"type": "boolean"}},
+                             "required": ["b"]}
+# a string of at most 300 characters: a counted loop, planned for the longest token
+LONG_STRING: dict[str, Any] = {"type": "object", "properties": {"s": {"type": "string", "maxLength": 300}}}
+
+
+@pytest.fixture
+def lowerings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the regular automata built (one entry per :func:`pipeline.grammar_dfa`)."""
+    calls: list[int] = []
+    real = pipeline.grammar_dfa
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "grammar_dfa", counting)
+    return calls
+
+
+def test_a_regular_automaton_is_shared_where_the_vocabularies_answer_alike(
+        toy_vocab: Vocabulary, byte_vocab: Vocabulary, lowerings: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    alone = [_hash(s, v) for s in (UNCOUNTED, LONG_STRING) for v in (toy_vocab, byte_vocab)]
+    lowerings.clear()
+    with pipeline.sharing_automata():
+        arts = [maskc.compile_source("json_schema", UNCOUNTED, v) for v in (toy_vocab, byte_vocab)]
+        slot = pipeline._SHARED.get()
+        assert slot and slot[0].horizon_asked == []  # (nothing asked: any vocabulary answers alike)
+        assert len(lowerings) == 1
+        # the longest token bounds the items a token completes: 5 bytes for the toy, 1 for bytes
+        arts += [maskc.compile_source("json_schema", LONG_STRING, v) for v in (toy_vocab, byte_vocab)]
+        assert len(lowerings) == 3
+        again = maskc.compile_source("json_schema", LONG_STRING, byte_vocab)  # (the same answers)
+        assert len(lowerings) == 3 and "shared_automaton" in again.timings
+        real = TokenTable.items_reach  # answers shifted: the lowering runs again
+        monkeypatch.setattr(TokenTable, "items_reach", lambda self, c, s: min(real(self, c, s), 0))
+        maskc.compile_source("json_schema", LONG_STRING, toy_vocab)
+        assert len(lowerings) == 4
+    assert [a.metadata["content_sha256"] for a in arts] == alone
+    assert [a.timings.get("shared_automaton") for a in arts] == [None, 1.0, None, None]
+    assert again.metadata["content_sha256"] == alone[3]
+
+
+def _time_out(*args: Any, **kwargs: Any) -> Any:
+    raise TimeLimitExceeded("compile time (s)", limit=0)
+
+
+@pytest.mark.parametrize("stage", ["front end", "regular automaton", "pushdown automaton"])
+def test_a_shared_stage_that_ran_out_of_time_is_not_run_again(
+        stage: str, toy_vocab: Vocabulary, byte_vocab: Vocabulary, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its work would be the same steps with the same budget: the next tokenizer's compile
+    reports the time-out at once, and says why; another source starts over."""
+    calls: list[int] = []
+
+    def timing_out(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return _time_out()
+
+    schema = RECURSIVE if stage == "pushdown automaton" else UNCOUNTED
+    if stage == "front end":
+        real = pipeline.frontend
+
+        class Slow:
+            def __init__(self, kind: str) -> None:
+                self.fe = real(kind)
+
+            def canonical(self, source: Any) -> str:
+                return self.fe.canonical(source)
+
+            def to_grammar(self, source: Any, options: CompileOptions) -> Any:
+                return timing_out() if source is schema else self.fe.to_grammar(source, options)
+
+        monkeypatch.setattr(pipeline, "frontend", Slow)
+    else:
+        name = "grammar_dfa" if stage == "regular automaton" else "build_pda"
+        real_stage = getattr(pipeline, name)
+        monkeypatch.setattr(pipeline, name, lambda rules_or_node, *a, **k: (
+            timing_out() if not calls or calls[-1] else real_stage(rules_or_node, *a, **k)))
+    with pipeline.sharing_automata():
+        with pytest.raises(TimeLimitExceeded) as first:
+            maskc.compile_source("json_schema", schema, toy_vocab)
+        assert "previous tokenizer" not in str(first.value)
+        with pytest.raises(TimeLimitExceeded) as second:
+            maskc.compile_source("json_schema", schema, byte_vocab)
+        assert len(calls) == 1
+        limit = f"exceeds the limit of {CompileOptions().limits.max_seconds:g}"
+        assert limit in str(second.value) and "previous tokenizer" in str(second.value)
+        calls.append(0)  # (from here the stage runs for real)
+        other = maskc.compile_source("json_schema", dict(schema, title="another source"), byte_vocab)
+    assert other.metadata["content_sha256"]
