@@ -321,7 +321,7 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
     while i < len(order):
         if len(order) > limit:
             return None
-        if deadline is not None and (i & 255) == 0 and time.monotonic() > deadline:
+        if deadline is not None and (i & 15) == 0 and time.monotonic() > deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
         if i < len(bulk) and bulk[i]:  # a run of plain seeds: their rows are written from step_to below
             j = i + 1

@@ -311,7 +311,7 @@ def _subsets(
     accepting: list[bool] = []
     i = 0
     while i < len(order):
-        if deadline is not None and (i & 255) == 0 and time.monotonic() > deadline:
+        if deadline is not None and (i & 15) == 0 and time.monotonic() > deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
         cur = order[i]
         accepting.append(not finals.isdisjoint(cur))

@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 
 from maskc.compiler.align import TokenTable, align
 from maskc.compiler.align_pda import align_pda
+from maskc.compiler.collector import fewer_full_collections
 from maskc.compiler.pda import Pda, build_pda
 from maskc.compiler.rules import ResolvedRules, resolve_rules
 from maskc.compiler.counters import finish, with_exits
@@ -231,6 +232,7 @@ def prove_termination(dfa: Dfa) -> None:
                 queue.append(t)
 
 
+@fewer_full_collections()  # (a compile frees by reference counts: see collector.py)
 def compile_ir(
     kind: str,
     source: str,
@@ -316,6 +318,7 @@ def _regular_dfa(node: Node, options: CompileOptions, t: dict[str, float], deadl
     return dfa
 
 
+@fewer_full_collections()  # (a compile frees by reference counts: see collector.py)
 def compile_grammar(
     kind: str,
     source: str,
@@ -399,6 +402,7 @@ def source_of(kind: str, grammar: Any) -> str:
     return frontend(kind).canonical(grammar)
 
 
+@fewer_full_collections()  # (a compile frees by reference counts: see collector.py)
 def compile_source(
     kind: str, source: Any, vocab: Vocabulary, options: CompileOptions | None = None, *,
     progress: Progress | None = None,
