@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
 
+from maskc.compiler.collector import fewer_full_collections
 from maskc.compiler.findings import Finding, RuleInfo, register, rules
 from maskc.compiler.lint.walk import Node, walk
 from maskc.compiler.options import CompileOptions, Limits
@@ -127,6 +128,7 @@ LINT_BUDGET_SECONDS = 30.0
 what they could not decide instead of running on."""
 
 
+@fewer_full_collections()  # (the rules build automata: see collector.py)
 def lint_schema(ctx: LintContext, *, select: Sequence[str] | None = None,
                 ignore: Sequence[str] = (), budget_seconds: float = LINT_BUDGET_SECONDS) -> list[Finding]:
     """Run the rules (all, or ``select``; minus ``ignore``) over ``ctx.schema``.

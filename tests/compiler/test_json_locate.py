@@ -115,3 +115,45 @@ def test_a_locator_answers_many_pointers() -> None:
 def test_a_pointer_must_start_with_a_slash(bad: str) -> None:
     with pytest.raises(ValueError, match="JSON pointer"):
         locate("{}", bad)
+
+
+def _pointers(value: object, prefix: str = "") -> list[str]:
+    """Every pointer into ``value``, and one past each container's members."""
+    out = [prefix]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _pointers(v, prefix + "/" + k.replace("~", "~0").replace("/", "~1"))
+        out.append(prefix + "/absent")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _pointers(v, f"{prefix}/{i}")
+        out.append(f"{prefix}/{len(value)}")
+    return out
+
+
+@pytest.mark.parametrize("text", [
+    DOC,
+    '\ufeff{"a\\"}": {"b": [1, {"c": "x\\\\"}, "]"]}, "a\\"}": {"d": "{"}}',  # a duplicate key wins last
+    '{ "é/~": [ [], {}, [[ "\\u00e9" ]] ] ,\r\n "n" : -1.5e3 , "t":true,"z":null }',
+    json.dumps({"defs": {f"k{i}": {"enum": [i, str(i), {"x": [i]}]} for i in range(40)}}, indent=2),
+])
+def test_an_indexed_document_places_every_pointer_as_the_scanner_does(text: str) -> None:
+    fast = Locator(text)
+    slow = Locator(text)
+    slow._ends = None  # the scanner of a text that is not JSON, step by step
+    assert fast._ends is not None
+    doc = json.loads(text.lstrip("\ufeff"))
+    for pointer in _pointers(doc):
+        assert fast.offset(pointer) == slow.offset(pointer), pointer
+
+
+def test_each_container_of_a_large_document_is_indexed_once() -> None:
+    doc = {"definitions": {f"d{i}": {"properties": {f"p{j}": {"type": "string"} for j in range(20)}}
+                           for i in range(500)}}
+    text = json.dumps(doc, indent=1)
+    locator = Locator(text)
+    last = locator.position("/definitions/d499/properties/p19/type")
+    assert text.splitlines()[last[0] - 1].strip() == '"type": "string"'
+    assert len(locator._keys) == 5  # (the five objects on the path)
+    assert locator.position("/definitions/d499/properties/p3") < last
+    assert len(locator._keys) == 5
