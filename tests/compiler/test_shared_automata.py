@@ -6,6 +6,7 @@ artifacts are those of compiling alone."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -28,18 +29,23 @@ RECURSIVE: dict[str, Any] = {
 REGULAR: dict[str, Any] = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"enum": ["x", "yz"]}}}
 
 
-@pytest.fixture
-def builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the pushdown automata built (one entry per build)."""
+def _counted(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """Counts the calls of ``pipeline.<name>`` (one entry per call)."""
     calls: list[int] = []
-    real = pipeline.build_pda
+    real = getattr(pipeline, name)
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "build_pda", counting)
+    monkeypatch.setattr(pipeline, name, counting)
     return calls
+
+
+@pytest.fixture
+def builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the pushdown automata built (one entry per build)."""
+    return _counted(monkeypatch, "build_pda")
 
 
 def _hash(schema: Any, vocab: Vocabulary, options: CompileOptions | None = None) -> str:
@@ -70,9 +76,20 @@ COUNTED: dict[str, Any] = {"type": "array", "items": {"type": "string", "maxLeng
 def front_ends(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the front end's runs (one entry per run)."""
     calls: list[int] = []
+
+    def counting(fe: Any, source: Any, options: CompileOptions) -> Any:
+        calls.append(1)
+        return fe.to_grammar(source, options)
+
+    _front_end_through(monkeypatch, counting)
+    return calls
+
+
+def _front_end_through(monkeypatch: pytest.MonkeyPatch, to_grammar: Callable[[Any, Any, CompileOptions], Any]) -> None:
+    """Every front end's ``to_grammar(source, options)`` becomes ``to_grammar(fe, source, options)``."""
     real = pipeline.frontend
 
-    class Counting:
+    class Through:
         def __init__(self, kind: str) -> None:
             self.fe = real(kind)
 
@@ -80,11 +97,9 @@ def front_ends(monkeypatch: pytest.MonkeyPatch) -> list[int]:
             return self.fe.canonical(source)
 
         def to_grammar(self, source: Any, options: CompileOptions) -> Any:
-            calls.append(1)
-            return self.fe.to_grammar(source, options)
+            return to_grammar(self.fe, source, options)
 
-    monkeypatch.setattr(pipeline, "frontend", Counting)
-    return calls
+    monkeypatch.setattr(pipeline, "frontend", Through)
 
 
 def test_the_front_end_questions_are_asked_again(
@@ -146,15 +161,7 @@ LONG_STRING: dict[str, Any] = {"type": "object", "properties": {"s": {"type": "s
 @pytest.fixture
 def lowerings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the regular automata built (one entry per :func:`pipeline.grammar_dfa`)."""
-    calls: list[int] = []
-    real = pipeline.grammar_dfa
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(pipeline, "grammar_dfa", counting)
-    return calls
+    return _counted(monkeypatch, "grammar_dfa")
 
 
 def test_a_regular_automaton_is_shared_where_the_vocabularies_answer_alike(
@@ -197,19 +204,8 @@ def test_a_shared_stage_that_ran_out_of_time_is_not_run_again(
 
     schema = RECURSIVE if stage == "pushdown automaton" else UNCOUNTED
     if stage == "front end":
-        real = pipeline.frontend
-
-        class Slow:
-            def __init__(self, kind: str) -> None:
-                self.fe = real(kind)
-
-            def canonical(self, source: Any) -> str:
-                return self.fe.canonical(source)
-
-            def to_grammar(self, source: Any, options: CompileOptions) -> Any:
-                return timing_out() if source is schema else self.fe.to_grammar(source, options)
-
-        monkeypatch.setattr(pipeline, "frontend", Slow)
+        _front_end_through(monkeypatch, lambda fe, source, options: timing_out() if source is schema
+                           else fe.to_grammar(source, options))
     else:
         name = "grammar_dfa" if stage == "regular automaton" else "build_pda"
         real_stage = getattr(pipeline, name)
