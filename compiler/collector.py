@@ -2,9 +2,9 @@
 
 A compile allocates millions of small containers (subsets, spans, rows, IR nodes) that live
 until it ends. Each full collection (of the oldest generation) scans every tracked object,
-and full collections come as the heap grows, so on a large compile they took a third of its
-time (``o48661``: 24.4 s, 14.6 s with this; ``config.json``: 18.5 s, 13.1 s) for no memory
-back: what a compile frees, it frees by reference counts. Inside
+and full collections come as the heap grows, so on a large compile they took a third to a
+half of its time (``o48661``: 24.4 s, 12.9 s with this; ``config.json``: 18.5 s, 12.8 s) for
+no memory back: what a compile frees, it frees by reference counts. Inside
 :func:`fewer_full_collections` the oldest generation waits for 100 times as many younger
 collections as CPython's default; the younger generations still collect short-lived cycles.
 The threshold comes back when the outermost compile ends (nested compiles and threads share

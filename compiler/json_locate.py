@@ -15,6 +15,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
+from collections.abc import Iterator
 
 __all__ = ["Locator", "locate", "split_pointer"]
 
@@ -118,24 +119,29 @@ class Locator:
         return None
 
     def _member(self, at: int, token: str) -> tuple[int, int] | None:
-        if self._ends is not None:
+        if self._ends is not None:  # (JSON text: the object's keys, read once)
             keys = self._keys.get(at)
             if keys is None:
-                keys = self._keys[at] = self._all_members(at)
-            return keys.get(token)
-        try:
-            return self._members(at, token)
-        except _Malformed as broken:
-            if not broken.args:
-                raise
-            found: tuple[int, int] = broken.args[0]
-            return found  # the text breaks off after the member: its place stands
-
-    def _members(self, at: int, token: str) -> tuple[int, int] | None:
+                keys = self._keys[at] = {key: (key_at, value_at) for key, key_at, value_at in self._members(at)}
+            return keys.get(token)  # (the last duplicate wins, as JSON decoders do)
         found: tuple[int, int] | None = None
+        try:
+            for key, key_at, value_at in self._members(at):
+                if key == token:
+                    found = (key_at, value_at)  # the last duplicate wins, as JSON decoders do
+        except _Malformed as broken:
+            if found is None or not broken.args:
+                raise _Malformed from None
+            return found  # the text breaks off in a value after the member: its place stands
+        return found
+
+    def _members(self, at: int) -> Iterator[tuple[str, int, int]]:
+        """(key, its offset, its value's offset) of each member of the object at ``at``, in
+        order. Raises :class:`_Malformed` where the text is not JSON, with an argument where it
+        breaks off inside a value (the members before it, and that one, stand)."""
         i = self._ws(at + 1)
         if self._char(i) == "}":
-            return None
+            return
         while True:
             key_at = i
             i, key = self._string(i)
@@ -143,71 +149,44 @@ class Locator:
             if self._char(i) != ":":
                 raise _Malformed
             value_at = self._ws(i + 1)
-            if key == token:
-                found = (key_at, value_at)  # the last duplicate wins, as JSON decoders do
+            yield key, key_at, value_at
             try:
                 i = self._ws(self._value_end(value_at))
             except _Malformed:
-                if found is None:
-                    raise
-                raise _Malformed(found) from None
+                raise _Malformed(value_at) from None
             if self._char(i) == "}":
-                return found
+                return
             if self._char(i) != ",":
                 raise _Malformed
-            i = self._ws(i + 1)
-
-    def _all_members(self, at: int) -> dict[str, tuple[int, int]]:
-        """Every key of the object at ``at`` (in JSON text): (its offset, its value's)."""
-        found: dict[str, tuple[int, int]] = {}
-        i = self._ws(at + 1)
-        if self._text[i] == "}":
-            return found
-        while True:
-            key_at = i
-            i, key = self._string(i)
-            value_at = self._ws(self._ws(i) + 1)
-            found[key] = (key_at, value_at)  # the last duplicate wins, as JSON decoders do
-            i = self._ws(self._value_end(value_at))
-            if self._text[i] == "}":
-                return found
-            i = self._ws(i + 1)
-
-    def _all_elements(self, at: int) -> list[int]:
-        """Where each element of the array at ``at`` (in JSON text) starts."""
-        found: list[int] = []
-        i = self._ws(at + 1)
-        if self._text[i] == "]":
-            return found
-        while True:
-            found.append(i)
-            i = self._ws(self._value_end(i))
-            if self._text[i] == "]":
-                return found
             i = self._ws(i + 1)
 
     def _element(self, at: int, token: str) -> tuple[int, int] | None:
         wanted = int(token)
-        if self._ends is not None:
+        if self._ends is not None:  # (JSON text: the array's elements, read once)
             items = self._items.get(at)
             if items is None:
-                items = self._items[at] = self._all_elements(at)
+                items = self._items[at] = list(self._elements(at))
             return (items[wanted], items[wanted]) if wanted < len(items) else None
+        for index, i in enumerate(self._elements(at)):
+            if index == wanted:
+                return i, i
+        return None
+
+    def _elements(self, at: int) -> Iterator[int]:
+        """Where each element of the array at ``at`` starts, in order (:class:`_Malformed`
+        where the text is not JSON)."""
         i = self._ws(at + 1)
         if self._char(i) == "]":
-            return None
-        index = 0
+            return
         while True:
-            if index == wanted:
-                self._char(i)  # an element, not the end of the text
-                return i, i
+            self._char(i)  # an element, not the end of the text
+            yield i
             i = self._ws(self._value_end(i))
             if self._char(i) == "]":
-                return None
+                return
             if self._char(i) != ",":
                 raise _Malformed
             i = self._ws(i + 1)
-            index += 1
 
     def _string(self, i: int) -> tuple[int, str]:
         """(the offset past the string at ``i``, its decoded value)."""

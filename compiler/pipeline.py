@@ -88,7 +88,7 @@ class _Shared:
     pda: Pda | None = None
     refused: MaskcError | None = None  # what building the automaton raised (a limit or the clock)
     # A regular grammar: the questions its lowering put to the horizon and the vocabulary,
-    # and the automaton (or what building it raised, the clock aside) they led to.
+    # and the automaton (or what building it raised, a time-out included) they led to.
     horizon_asked: list[HorizonQuestion] | None = None
     dfa: Dfa | MaskcError | None = None
 
@@ -281,11 +281,11 @@ def compile_ir(
     )
 
 
-def _shared_time_out() -> TimeLimitExceeded:
+def _shared_time_out(limit: float) -> TimeLimitExceeded:
     """What a compile raises whose tokenizer-independent work ran out of time in the
-    previous compile of the same input (its wrapper names the limit)."""
+    previous compile of the same input."""
     return TimeLimitExceeded(
-        "compile time (s)", limit=0,
+        "compile time (s)", limit=limit,
         hint="this input's automaton, which its tokenizers share, ran out of time in the compile for the "
              "previous tokenizer and is not built again; simplify the schema (smaller maxLength/maxItems, fewer "
              "alternatives) or raise --max-seconds (Limits.max_seconds)")
@@ -301,7 +301,7 @@ def _regular_dfa(node: Node, options: CompileOptions, t: dict[str, float], deadl
                 and same_horizon_answers(shared.horizon_asked, horizon):
             t["shared_automaton"] = 1.0
             if isinstance(shared.dfa, TimeLimitExceeded):
-                raise _shared_time_out()
+                raise _shared_time_out(options.limits.max_seconds)
             if isinstance(shared.dfa, MaskcError):
                 raise shared.dfa
             return shared.dfa
@@ -356,7 +356,9 @@ def compile_grammar(
     try:
         pda = shared.pda if shared is not None else None
         if shared is not None and shared.refused is not None:
-            raise _shared_time_out() if isinstance(shared.refused, TimeLimitExceeded) else shared.refused
+            if isinstance(shared.refused, TimeLimitExceeded):
+                raise _shared_time_out(options.limits.max_seconds)
+            raise shared.refused
         if pda is not None:
             t["shared_automaton"] = 1.0
         else:
@@ -426,8 +428,7 @@ def compile_source(
     shared = _recalled(slot, key, table)
     if shared is not None:
         if shared.grammar is None:  # the front end ran out of time on the same questions
-            hint = _shared_time_out().hint
-            raise TimeLimitExceeded("compile time (s)", limit=opts.limits.max_seconds, hint=hint)
+            raise _shared_time_out(opts.limits.max_seconds)
         grammar, not_enforced = shared.grammar, list(shared.not_enforced)
     else:
         asked: list[tuple[tuple[bytes, int], int]] = []
