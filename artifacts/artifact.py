@@ -7,6 +7,7 @@ back from a file; either way it verifies its tables once and then hands out matc
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass
 from functools import cached_property
@@ -67,8 +68,65 @@ def verify_tables(tensors: dict[str, NDArray[Any]], metadata: dict[str, str], wh
         another format version.
     """
     fmt.check_metadata(metadata, where)
-    if fmt.content_hash(tensors, metadata) != metadata["content_sha256"]:
-        raise ArtifactCorrupt(f"{where} failed its content check: the tables or metadata were modified or damaged")
+    check = _ContentCheck(tensors, metadata)
+    try:
+        tables = _typed_tables(tensors, metadata, where)
+    except Exception as e:
+        check.verify(where, cause=e)  # a damaged file says so first, whatever table broke
+        raise
+    except BaseException:
+        check.wait()
+        raise
+    check.verify(where)
+    return tables
+
+
+_PARALLEL_HASH_BYTES = 1 << 20
+"""From this many bytes of tensors, the content hash runs on a second thread while the
+tables are decoded (hashlib and numpy's copies release the GIL): a multi-megabyte artifact
+loads in about the longer of the two instead of their sum."""
+
+
+class _ContentCheck:
+    """The sha256 of an artifact's content, computed at once for a small artifact and on a
+    thread beside the table checks for a large one; :meth:`verify` raises on a mismatch.
+    Tables decoded from a file that fails its check are dropped: nothing reaches a caller
+    before the hash matched."""
+
+    def __init__(self, tensors: dict[str, NDArray[Any]], metadata: dict[str, str]) -> None:
+        self._expected = metadata["content_sha256"]
+        self._digest: str | None = None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if sum(a.nbytes for a in tensors.values()) < _PARALLEL_HASH_BYTES:
+            self._digest = fmt.content_hash(tensors, metadata)
+        else:
+            self._thread = threading.Thread(target=self._run, args=(tensors, metadata), daemon=True,
+                                            name="maskc-content-check")
+            self._thread.start()
+
+    def _run(self, tensors: dict[str, NDArray[Any]], metadata: dict[str, str]) -> None:
+        try:
+            self._digest = fmt.content_hash(tensors, metadata)
+        except BaseException as e:  # re-raised on the caller's thread by verify
+            self._error = e
+
+    def wait(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def verify(self, where: str, cause: BaseException | None = None) -> None:
+        self.wait()
+        if self._error is not None:
+            raise self._error
+        if self._digest != self._expected:
+            raise ArtifactCorrupt(
+                f"{where} failed its content check: the tables or metadata were modified or damaged") from cause
+
+
+def _typed_tables(tensors: dict[str, NDArray[Any]], metadata: dict[str, str], where: str) -> Tables:
+    """Every table of a header already checked, validated and typed (the content hash aside)."""
     info = parse_metadata(metadata, where)
     vocab_size = info.vocab_size
     counted = metadata["format_version"] == fmt.COUNTED_FORMAT_VERSION

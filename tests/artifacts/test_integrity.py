@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import maskc
+from maskc.artifacts import artifact as artifact_module
 from maskc.artifacts import format as fmt
 from maskc.artifacts.artifact import Artifact
 from maskc.artifacts.cache import ArtifactCache
@@ -137,6 +140,79 @@ def test_a_rehashed_valid_edit_loads(arts: dict[str, Artifact], tmp_path: Path) 
     """The checks above refuse the bad values, not any rewrite."""
     path = rewritten(arts["regular"], tmp_path, rehash=True, tokenizer_name="renamed")
     assert maskc.load_artifact(path).metadata["tokenizer_name"] == "renamed"
+
+
+@pytest.fixture(params=["inline", "threaded"])
+def hash_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways the content hash runs: at once (a small artifact) and on a thread beside
+    the table checks (from ``_PARALLEL_HASH_BYTES`` on; lowered here so the toys take it)."""
+    if request.param == "threaded":
+        monkeypatch.setattr(artifact_module, "_PARALLEL_HASH_BYTES", 0)
+    return str(request.param)
+
+
+def _threads_started(monkeypatch: pytest.MonkeyPatch) -> list[threading.Thread]:
+    started: list[threading.Thread] = []
+    real = threading.Thread.start
+
+    def start(self: threading.Thread) -> None:
+        started.append(self)
+        real(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    return started
+
+
+def _damaged_table(art: Artifact, tmp_path: Path, *, rehash: bool) -> Path:
+    """``art`` with a transition target out of range (the table checks refuse it)."""
+    tensors = dict(art.tensors)
+    tgt = np.array(tensors["dfa.exc_target"], dtype=np.int32)
+    tgt[0] = 1 << 30
+    tensors["dfa.exc_target"] = tgt
+    meta = dict(art.metadata)
+    if rehash:
+        meta["content_sha256"] = fmt.content_hash(tensors, meta)
+    path = tmp_path / f"damaged-{rehash}.safetensors"
+    path.write_bytes(save_bytes(tensors, meta))
+    return path
+
+
+def test_the_content_check_holds_on_both_paths(arts: dict[str, Artifact], tmp_path: Path, hash_path: str,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    started = _threads_started(monkeypatch)
+    for art in arts.values():
+        with pytest.raises(maskc.ArtifactCorrupt, match="content check"):
+            maskc.load_artifact(rewritten(art, tmp_path, rehash=False, num_states="999"))
+        loaded = maskc.load_artifact(rewritten(art, tmp_path, rehash=False))
+        assert loaded.content_key == art.content_key
+        assert np.array_equal(loaded.dfa.trans, art.dfa.trans)
+    assert len(started) == (4 if hash_path == "threaded" else 0)
+    assert not any(t.is_alive() for t in started)  # every load waited for its hash
+
+
+def test_a_damaged_file_fails_its_content_check_before_its_tables(arts: dict[str, Artifact], tmp_path: Path,
+                                                                 hash_path: str) -> None:
+    """A damaged table is reported as damage (not as whichever check it broke), and a table
+    that is bad under a matching hash as an inconsistent table."""
+    for art in arts.values():
+        with pytest.raises(maskc.ArtifactCorrupt, match="content check"):
+            maskc.load_artifact(_damaged_table(art, tmp_path, rehash=False))
+        with pytest.raises(maskc.ArtifactCorrupt, match="out of range") as e:
+            maskc.load_artifact(_damaged_table(art, tmp_path, rehash=True))
+        assert "content check" not in str(e.value)
+
+
+def test_a_hash_that_raises_is_raised_on_the_callers_thread(arts: dict[str, Artifact], tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(artifact_module, "_PARALLEL_HASH_BYTES", 0)
+    path = rewritten(arts["regular"], tmp_path, rehash=False)
+
+    def broken(*_: object) -> str:
+        raise MemoryError("hash")
+
+    monkeypatch.setattr(fmt, "content_hash", broken)
+    with pytest.raises(MemoryError, match="hash"):
+        maskc.load_artifact(path)
 
 
 def test_an_older_format_is_refused_with_a_remedy(arts: dict[str, Artifact], tmp_path: Path) -> None:
