@@ -76,3 +76,44 @@ def assert_language(schema: Any, accepted: list[str], rejected: list[str], seman
         assert accepts(schema, text, semantics), text
     for text in rejected:
         assert not accepts(schema, text, semantics), text
+
+
+def ecma_pattern(pattern: str) -> str:
+    """``pattern`` for Python's ``re`` with ECMA-262's ``$``: the end of the input only
+    (Python's ``$`` also matches before a final newline: ``"a\\n"`` matches ``^a$`` there)."""
+    out: list[str] = []
+    i, in_class = 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "$":
+            c = r"\Z"
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def ecma_schema(schema: Any) -> Any:
+    """``schema`` with every ``pattern`` and ``patternProperties`` key in ECMA-262's sense
+    for Python's ``re``: what ``jsonschema`` and ``hypothesis-jsonschema`` read, so an
+    oracle or a generator agrees with JSON Schema (and with maskc) on ``$``."""
+    if isinstance(schema, list):
+        return [ecma_schema(x) for x in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for k, v in schema.items():
+        if k == "pattern" and isinstance(v, str):
+            out[k] = ecma_pattern(v)
+        elif k == "patternProperties" and isinstance(v, dict):
+            out[k] = {ecma_pattern(p): ecma_schema(s) for p, s in v.items()}
+        else:
+            out[k] = ecma_schema(v)
+    return out

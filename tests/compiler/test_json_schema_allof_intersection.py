@@ -21,7 +21,7 @@ from maskc.compiler.frontends.json_schema.combinators import _common_multiple
 from maskc.compiler.vocab import byte_tokenizer
 from tests.helpers import accepts as _accepts
 from tests.helpers import assert_language
-from tests.helpers import byte_artifact
+from tests.helpers import byte_artifact, ecma_schema
 from tests.maskbench import serialize
 
 _VOCAB = byte_tokenizer()
@@ -151,7 +151,7 @@ _WIDER = [
 def test_generated_instances_accepted(semantics: str, data: st.DataObject) -> None:
     i = data.draw(st.integers(0, len(_PROPERTY_SCHEMAS) - 1))
     schema = _PROPERTY_SCHEMAS[i]
-    value = data.draw(from_schema(schema))
+    value = data.draw(from_schema(ecma_schema(schema)))
     assert _accepts(schema, serialize(value, schema), semantics), value
 
 
@@ -161,8 +161,8 @@ def test_generated_instances_accepted(semantics: str, data: st.DataObject) -> No
 def test_mutated_instances_get_the_validators_verdict(semantics: str, data: st.DataObject) -> None:
     i = data.draw(st.integers(0, len(_PROPERTY_SCHEMAS) - 1))
     schema = _PROPERTY_SCHEMAS[i]
-    value = data.draw(from_schema(_WIDER[i]))
-    ok = jsonschema.Draft202012Validator(schema).is_valid(value)
+    value = data.draw(from_schema(ecma_schema(_WIDER[i])))
+    ok = jsonschema.Draft202012Validator(ecma_schema(schema)).is_valid(value)
     if _accepts(schema, serialize(value, schema), semantics):
         assert ok, value
     elif semantics == "exact":

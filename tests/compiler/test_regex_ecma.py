@@ -6,13 +6,16 @@ and refused patterns with the offset the error points at.
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
 from maskc.compiler.errors import EmptyLanguage, RegexSyntaxError, UnsupportedRegex
 from maskc.compiler.frontends.json_schema import schema_to_ir
 from maskc.compiler.ir import Grammar
 from maskc.compiler.options import CompileOptions
-from tests.helpers import dfa_of, regex_dfa
+from tests.helpers import accepts, dfa_of, ecma_pattern, regex_dfa
 
 ECMA_TABLE = [
     (r"(?<year>\d{4})-(?<m>\d\d)", ["2024-01"], ["2024-1", "year"]),
@@ -107,3 +110,15 @@ def test_named_group_in_a_schema_pattern() -> None:
     got, _ = schema_to_ir({"type": "string", "pattern": "^(?<k>[a-z]+)-\\d$"}, CompileOptions())
     dfa = dfa_of(got.body if isinstance(got, Grammar) else got)
     assert dfa.accepts(b'"ab-1"') and not dfa.accepts(b'"ab-x"')
+
+
+@pytest.mark.parametrize("pattern", ["^[a-c]{1,2}$", "b$", "^[ab0-9]*$", "[$]$", r"a\$$", "^a$|b"])
+def test_the_test_oracles_dollar_is_ecmas(pattern: str) -> None:
+    """``tests.helpers.ecma_pattern`` (what the generated-instance tests hand to
+    ``jsonschema`` and ``hypothesis-jsonschema``) agrees with maskc's ``pattern``, where
+    Python's own ``$`` would also match before a final newline."""
+    texts = ["", "a", "a\n", "ab", "ab\n", "b\n", "bb", "$", "$\n", "a$", "a$\n", "ba"]
+    for text in texts:
+        expected = re.search(ecma_pattern(pattern), text) is not None
+        assert accepts({"type": "string", "pattern": pattern}, json.dumps(text)) == expected, (pattern, text)
+    assert any(re.search(pattern, t) and not re.search(ecma_pattern(pattern), t) for t in texts)
