@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from maskc.compiler.maskstore import (KIND_DELTA, MAX_CHAIN_FLIPS, MAX_DELTA_DEPTH, MaskStore, MaskStoreBuilder,
-                                      unpack_bool)
+from maskc.compiler.maskstore import (KIND_ALLOW, KIND_DELTA, KIND_DENSE, KIND_REJECT, LIST_FRACTION, MAX_CHAIN_FLIPS,
+                                      MAX_DELTA_DEPTH, MaskStore, MaskStoreBuilder, bitmask_words, unpack_bool)
 
 V = 1 << 17  # 4,096 words: a dense row is 4,096 int32, the size a delta must beat
 
@@ -69,3 +69,21 @@ def test_random_runs_keep_every_chain_within_the_bounds_and_read_back_exactly(se
     grown = more.build()
     assert np.array_equal(unpack_bool(grown.dense_row(m), V), follow)
     assert int(grown.kinds[m]) != KIND_DELTA or _chain_flips(grown, m) <= MAX_CHAIN_FLIPS
+
+
+@pytest.mark.parametrize(("allowed", "kind"), [
+    (1, KIND_ALLOW), (2048, KIND_ALLOW), (2049, KIND_DENSE), (V // 2, KIND_DENSE),
+    (V - 2049, KIND_DENSE), (V - 2048, KIND_REJECT), (V - 1, KIND_REJECT),
+])
+def test_a_list_longer_than_half_a_row_is_stored_dense(allowed: int, kind: int) -> None:
+    """Up to ``words / LIST_FRACTION`` ids (2,048 of a 4,096-word row) a mask is a list of
+    allowed or rejected ids; past that, a dense row: a first visit reads it in place."""
+    assert bitmask_words(V) // LIST_FRACTION == 2048
+    rng = np.random.default_rng(allowed)
+    mask = np.zeros(V, dtype=np.bool_)
+    mask[rng.choice(V, allowed, replace=False)] = True
+    builder = MaskStoreBuilder(V)
+    m = builder.add(mask)
+    store = builder.build()
+    assert int(store.kinds[m]) == kind
+    assert np.array_equal(unpack_bool(store.dense_row(m), V), mask)
