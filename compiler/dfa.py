@@ -199,12 +199,27 @@ def _disjoint(spans: list[tuple[int, int, Subset]]) -> list[tuple[int, int, Subs
         end = hi
     else:
         return spans  # (the common case: the members of a subset move on different classes)
-    cuts = sorted({lo for lo, _, _ in spans} | {hi for _, hi, _ in spans})
+    # One target's spans are merged first: the members of a large subset share few closed
+    # targets (hundreds of spans, a few dozen targets, in the subsets of a wide union), and
+    # a cut that only one target's spans meet at changes no union. The pieces are those of
+    # cutting at every span's ends, with neighbours of one union joined: the same row.
+    ranges: dict[Subset, list[list[int]]] = {}
+    for lo, hi, ts in spans:  # (in order of lo)
+        got = ranges.get(ts)
+        if got is None:
+            ranges[ts] = [[lo, hi]]
+        elif lo <= got[-1][1]:
+            if hi > got[-1][1]:
+                got[-1][1] = hi
+        else:
+            got.append([lo, hi])
+    cuts = sorted({p for rs in ranges.values() for r in rs for p in r})
     at = {p: k for k, p in enumerate(cuts)}
     acc: list[list[Subset]] = [[] for _ in range(len(cuts) - 1)]
-    for lo, hi, ts in spans:
-        for k in range(at[lo], at[hi]):
-            acc[k].append(ts)
+    for ts, rs in ranges.items():
+        for lo, hi in rs:
+            for k in range(at[lo], at[hi]):
+                acc[k].append(ts)
     return [(cuts[k], cuts[k + 1], parts[0] if len(parts) == 1 else frozenset().union(*parts))
             for k, parts in enumerate(acc) if parts]
 

@@ -357,3 +357,32 @@ def test_long_sequence_walks_memoized_across_batches_match_a_byte_by_byte_walk(s
         got = _batch_allowed(d, seqs, np.arange(d.num_states, dtype=np.int64), memo)
         for s, g in enumerate(got):
             assert {int(t) for t in seqs.token_ids[np.isin(seqs.token_seq, g)]} == want[s], s
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_overlapping_spans_are_cut_into_the_same_row(seed: int) -> None:
+    """``_disjoint`` (a subset's moves, merged per target before cutting) gives every class
+    the union of the targets of the spans over it, in class order, with no two neighbouring
+    pieces of one union left apart where a single target's spans meet."""
+    rng = random.Random(seed)
+    targets = [frozenset(rng.sample(range(40), rng.randint(1, 4))) for _ in range(rng.randint(1, 8))]
+    spans = []
+    for _ in range(rng.randint(2, 60)):
+        lo = rng.randrange(30)
+        spans.append((lo, rng.randint(lo + 1, 31), rng.choice(targets)))
+    got = dfa_mod._disjoint(spans)
+    want: dict[int, frozenset[int]] = {}
+    for lo, hi, ts in spans:
+        for c in range(lo, hi):
+            want[c] = want.get(c, frozenset()) | ts
+    seen: dict[int, frozenset[int]] = {}
+    for lo, hi, ts in got:
+        assert lo < hi
+        for c in range(lo, hi):
+            assert c not in seen
+            seen[c] = ts
+    assert seen == want
+    assert [lo for lo, _, _ in got] == sorted(lo for lo, _, _ in got)
+    # a cut inside one target's merged spans that no other span meets is not kept
+    one = targets[0]
+    assert dfa_mod._disjoint([(0, 4, one), (2, 8, one), (8, 9, one)] + [(5, 6, one)]) == [(0, 9, one)]
