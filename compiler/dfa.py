@@ -97,12 +97,10 @@ class Dfa:
 
 
 def _interval_classes(nfa: Nfa) -> tuple[NDArray[np.uint8], list[int]]:
-    cuts = {0, 256}
-    for edges in nfa.edges:
-        for lo, hi, _ in edges:
-            if lo < CALL_BASE:
-                cuts.add(lo)
-                cuts.add(hi + 1)
+    # (set comprehensions over every edge: a large NFA has millions)
+    los = {lo for edges in nfa.edges for lo, _, _ in edges}
+    his = {hi for edges in nfa.edges for _, hi, _ in edges}
+    cuts = {lo for lo in los if lo < CALL_BASE} | {hi + 1 for hi in his if hi < CALL_BASE} | {0, 256}
     bounds = sorted(cuts)
     byte_class = np.zeros(256, dtype=np.uint8)
     for c, (lo, hi) in enumerate(zip(bounds, bounds[1:])):

@@ -122,6 +122,18 @@ class Nfa:
         self.edges.append([])
         return len(self.eps) - 1
 
+    def new_many(self, k: int) -> int:
+        """``k`` new states, numbered from the one returned (the checks of :meth:`new` made
+        once for all of them: an automaton leaf adds thousands at a time)."""
+        base = len(self.eps)
+        if base + k > self.max_states:
+            raise StateLimitExceeded("NFA states", limit=self.max_states)
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise TimeLimitExceeded("compile time (s)", limit=0)
+        self.eps.extend([[] for _ in range(k)])
+        self.edges.extend([[] for _ in range(k)])
+        return base
+
     @property
     def size(self) -> int:
         return len(self.eps)
@@ -175,12 +187,13 @@ def _build(nfa: Nfa, node: Node, start: int, end: int) -> None:
         _build_product(nfa, node, start, end)
     elif isinstance(node, Automaton):
         # A fresh entry state: the automaton may loop back to its start.
-        ids = [nfa.new() for _ in node.edges]
-        nfa.eps[start].append(ids[0])
-        for s, out in enumerate(node.edges):
-            nfa.edges[ids[s]].extend([(lo, hi, ids[t]) for lo, hi, t in out])
-            if s in node.accepting:
-                nfa.eps[ids[s]].append(end)
+        base = nfa.new_many(len(node.edges))  # state s of the automaton is base + s
+        nfa.eps[start].append(base)
+        edges = nfa.edges
+        for s, out in enumerate(node.edges, base):
+            edges[s].extend([(lo, hi, base + t) for lo, hi, t in out])
+        for s in node.accepting:
+            nfa.eps[base + s].append(end)
     elif isinstance(node, RuleRef):
         idx = nfa.rule_index.get(node.name)
         if idx is None:

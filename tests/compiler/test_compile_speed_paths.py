@@ -386,3 +386,20 @@ def test_overlapping_spans_are_cut_into_the_same_row(seed: int) -> None:
     # a cut inside one target's merged spans that no other span meets is not kept
     one = targets[0]
     assert dfa_mod._disjoint([(0, 4, one), (2, 8, one), (8, 9, one)] + [(5, 6, one)]) == [(0, 9, one)]
+
+
+def test_an_automaton_leaf_is_added_in_one_block_of_states() -> None:
+    """``Nfa.new_many``: an automaton leaf's states are numbered in one block, its language
+    kept, and the NFA bound still refuses a leaf that would pass it."""
+    from maskc.compiler.errors import StateLimitExceeded
+    from maskc.compiler.ir import Automaton
+
+    # a{2,}b | c: states 0 -a-> 1 -a-> 2 (-a-> 2) -b-> 3 (accepting); 0 -c-> 3
+    auto = Automaton((((0x61, 0x61, 1), (0x63, 0x63, 3)), ((0x61, 0x61, 2),), ((0x61, 0x61, 2), (0x62, 0x62, 3)), ()),
+                     frozenset({3}))
+    d = minimize(prune(determinize(lower(Seq((ByteSet(((0x78, 0x78),)), auto))))))
+    for text, ok in [(b"xaab", True), (b"xaaaab", True), (b"xc", True), (b"xab", False), (b"aab", False), (b"x", False)]:
+        assert d.accepts(text) == ok, text
+    assert lower(auto, max_states=6).size == 6  # the start, the end and the leaf's 4 states
+    with pytest.raises(StateLimitExceeded):
+        lower(auto, max_states=5)
