@@ -779,40 +779,28 @@ def _build_product(nfa: Nfa, node: Product, start: int, end: int) -> None:
         return
     if _has_ref(node.a) or _has_ref(node.b):
         raise GrammarError("an intersection or difference of languages cannot involve a recursive rule")
-    da = _item_dfa(nfa, node.a)
-    db = _item_dfa(nfa, node.b)
-    byte_class, classes = _pair_classes(da, db)
-    runs = _class_runs(byte_class, len(classes))
-    ta, tb = da.trans.tolist(), db.trans.tolist()
-    acc_a, acc_b = da.accepting.tolist(), db.accepting.tolist()
-    want_b = node.op == "and"
-    # A fresh entry state: the product may loop back to its start, and `start` can carry
-    # edges of sibling alternatives.
-    entry = nfa.new()
-    nfa.eps[start].append(entry)
-    ids: dict[tuple[int, int], int] = {(0, 0): entry}
-    order = [(0, 0)]
-    i = 0
-    while i < len(order):
-        sa, sb = order[i]
-        here = ids[(sa, sb)]
-        b_acc = sb >= 0 and acc_b[sb]
-        if acc_a[sa] and b_acc == want_b:
-            nfa.eps[here].append(end)
-        for k, (xa, xb) in enumerate(classes):
-            na = ta[sa][xa]
-            nb = tb[sb][xb] if sb >= 0 else -1
-            if na < 0 or (want_b and nb < 0):
-                continue
-            key = (na, nb)
-            tgt = ids.get(key)
-            if tgt is None:
-                tgt = nfa.new()
-                ids[key] = tgt
-                order.append(key)
-            for lo, hi in runs[k]:
-                nfa.edges[here].append((lo, hi, tgt))
-        i += 1
+    # The minimal DFA of the product (built from its operands' as pairs of their states,
+    # memoized per node: maskc.compiler.product), not the raw pairs: they would be as many
+    # NFA states, determinized again with the grammar around them.
+    _build_dfa(nfa, _item_dfa(nfa, node), start, end)
+
+
+def _build_dfa(nfa: Nfa, dfa: Dfa, start: int, end: int) -> None:
+    """``dfa`` between ``start`` and ``end``, state for state: a block of new states (a fresh
+    entry: the automaton may loop back to its start), edges by its classes' byte runs."""
+    runs = _class_runs(dfa.byte_class.tolist(), dfa.num_classes)
+    base = nfa.new_many(dfa.num_states)  # state s of the DFA is base + s
+    nfa.eps[start].append(base)
+    edges = nfa.edges
+    for s, row in enumerate(dfa.trans.tolist(), base):
+        if nfa.deadline is not None and (s & 1023) == 0 and time.monotonic() > nfa.deadline:
+            raise TimeLimitExceeded("compile time (s)", limit=0)
+        out = edges[s]
+        for c, t in enumerate(row):
+            if t >= 0:
+                out.extend([(lo, hi, base + t) for lo, hi in runs[c]])
+    for s in dfa.accepting.nonzero()[0].tolist():
+        nfa.eps[base + s].append(end)
 
 
 _REFS: dict[int, tuple[Node, bool]] = {}  # id -> (node, whether it holds a RuleRef)

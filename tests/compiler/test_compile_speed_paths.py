@@ -403,3 +403,48 @@ def test_an_automaton_leaf_is_added_in_one_block_of_states() -> None:
     assert lower(auto, max_states=6).size == 6  # the start, the end and the leaf's 4 states
     with pytest.raises(StateLimitExceeded):
         lower(auto, max_states=5)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_product_is_built_as_a_dfa_of_pairs_with_its_language(seed: int) -> None:
+    """A product's DFA is built from its operands' as pairs of states (``_pair_dfa``), and
+    a product inside a grammar is lowered through it: intersections, differences and
+    nested ones accept exactly the strings their operands say, up to length 5 over a, b, c."""
+    from itertools import product as strings
+
+    from maskc.compiler.errors import EmptyLanguage
+    from maskc.compiler.product import _pair_dfa
+
+    rng = random.Random(seed)
+
+    def leaf() -> Alt | Repeat | Seq:
+        parts = [_lit(bytes(rng.choice(b"abc") for _ in range(rng.randint(1, 2)))) for _ in range(rng.randint(1, 3))]
+        pick = rng.randrange(3)
+        if pick == 0:
+            return Alt(tuple(parts))
+        if pick == 1:
+            return Repeat(Alt(tuple(parts)), rng.randint(0, 1), rng.choice([None, 3]))
+        return Seq(tuple(parts))
+
+    a, b, c = leaf(), leaf(), leaf()
+    inner = Product(a, b, rng.choice(["and", "minus"]))
+    outer = Product(Repeat(ByteSet(((0x61, 0x63),)), 0, None), inner, "minus")
+    nested = Product(inner, c, rng.choice(["and", "minus"]))
+
+    def member(node: object, text: bytes) -> bool:
+        if isinstance(node, Product):
+            x, y = member(node.a, text), member(node.b, text)
+            return x and (y if node.op == "and" else not y)
+        return determinize(lower(node)).accepts(text)  # type: ignore[arg-type]
+
+    texts = [bytes(t) for n in range(6) for t in strings(b"abc", repeat=n)]
+    for node in (inner, outer, nested):
+        pairs = _pair_dfa(node, max_states=10_000, deadline=None)
+        try:
+            lowered: Dfa | None = minimize(prune(determinize(lower(Seq((_lit(b"x"), node))))))
+        except EmptyLanguage:
+            lowered = None  # (then no string may be a member)
+        for text in texts:
+            want = member(node, text)
+            assert pairs.accepts(text) == want, (node, text)
+            assert (lowered is not None and lowered.accepts(b"x" + text)) == want, (node, text)
