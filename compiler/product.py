@@ -89,11 +89,11 @@ def operand_dfa(node: Node, *, max_states: int, deadline: float | None) -> Dfa:
 def _pair_dfa(node: Product, *, max_states: int, deadline: float | None) -> Dfa:
     """The product of ``node``'s operand DFAs, built as a DFA of pairs of their states.
 
-    Run side by side, two DFAs give a deterministic automaton: built as NFA pairs (what a
-    product inside a larger grammar is) and determinized again, a product that is itself an
-    operand (nested differences: a key that matches one pattern, not another, and no
-    declared name) paid a subset construction for nothing, and its NFA's edge lists took
-    gigabytes on the largest unions. The language is the same, so the minimal DFA is too.
+    Run side by side, two DFAs give a deterministic automaton: built as NFA pairs and
+    determinized again, a product that is itself an operand (nested differences: a key that
+    matches one pattern, not another, and no declared name) paid a subset construction that
+    found nothing to merge, and one inside a grammar left its raw pairs in the grammar's
+    NFA. The language is the same, so the minimal DFA is too.
 
     Raises:
         GrammarError: an operand refers to a rule. StateLimitExceeded: more than
