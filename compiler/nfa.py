@@ -10,7 +10,7 @@ would explode (large bounded repetitions of large items) into a clear error.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -155,7 +155,7 @@ def _build(nfa: Nfa, node: Node, start: int, end: int) -> None:
             cur = nxt
     elif isinstance(node, Alt):
         if len(node.items) >= ALT_AS_DFA and node is not nfa.direct and not _has_ref(node):
-            _build(nfa, _as_automaton(_item_dfa(nfa, node)), start, end)
+            _build_dfa(nfa, _item_dfa(nfa, node), start, end)
             return
         for item in node.items:
             _build(nfa, item, start, end)
@@ -186,14 +186,7 @@ def _build(nfa: Nfa, node: Node, start: int, end: int) -> None:
     elif isinstance(node, Product):
         _build_product(nfa, node, start, end)
     elif isinstance(node, Automaton):
-        # A fresh entry state: the automaton may loop back to its start.
-        base = nfa.new_many(len(node.edges))  # state s of the automaton is base + s
-        nfa.eps[start].append(base)
-        edges = nfa.edges
-        for s, out in enumerate(node.edges, base):
-            edges[s].extend([(lo, hi, base + t) for lo, hi, t in out])
-        for s in node.accepting:
-            nfa.eps[base + s].append(end)
+        _build_block(nfa, node.edges, len(node.edges), node.accepting, start, end)
     elif isinstance(node, RuleRef):
         idx = nfa.rule_index.get(node.name)
         if idx is None:
@@ -777,29 +770,33 @@ def _build_counted_product(nfa: Nfa, node: Product, start: int, end: int) -> boo
 def _build_product(nfa: Nfa, node: Product, start: int, end: int) -> None:
     if nfa.horizon is not None and _build_counted_product(nfa, node, start, end):
         return
-    if _has_ref(node.a) or _has_ref(node.b):
-        raise GrammarError("an intersection or difference of languages cannot involve a recursive rule")
     # The minimal DFA of the product (built from its operands' as pairs of their states,
-    # memoized per node: maskc.compiler.product), not the raw pairs: they would be as many
-    # NFA states, determinized again with the grammar around them.
+    # memoized per node, a recursive operand refused: maskc.compiler.product), not the raw
+    # pairs: they would be as many NFA states, determinized again with the grammar around them.
     _build_dfa(nfa, _item_dfa(nfa, node), start, end)
 
 
 def _build_dfa(nfa: Nfa, dfa: Dfa, start: int, end: int) -> None:
-    """``dfa`` between ``start`` and ``end``, state for state: a block of new states (a fresh
-    entry: the automaton may loop back to its start), edges by its classes' byte runs."""
+    """``dfa`` between ``start`` and ``end``, state for state (as :func:`_as_automaton`
+    spells it, without the leaf in between)."""
     runs = _class_runs(dfa.byte_class.tolist(), dfa.num_classes)
-    base = nfa.new_many(dfa.num_states)  # state s of the DFA is base + s
+    rows = (((lo, hi, t) for c, t in enumerate(row) if t >= 0 for lo, hi in runs[c]) for row in dfa.trans.tolist())
+    _build_block(nfa, rows, dfa.num_states, dfa.accepting.nonzero()[0].tolist(), start, end)
+
+
+def _build_block(nfa: Nfa, rows: Iterable[Iterable[tuple[int, int, int]]], n: int, accepting: Iterable[int],
+                 start: int, end: int) -> None:
+    """An automaton of ``n`` states between ``start`` and ``end``: a block of new states (a
+    fresh entry: the automaton may loop back to its start), state ``s``'s edges ``rows[s]``
+    (targets numbered within the automaton), an epsilon to ``end`` from each accepting one."""
+    base = nfa.new_many(n)  # state s of the automaton is base + s
     nfa.eps[start].append(base)
     edges = nfa.edges
-    for s, row in enumerate(dfa.trans.tolist(), base):
+    for s, out in enumerate(rows, base):
         if nfa.deadline is not None and (s & 1023) == 0 and time.monotonic() > nfa.deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
-        out = edges[s]
-        for c, t in enumerate(row):
-            if t >= 0:
-                out.extend([(lo, hi, base + t) for lo, hi in runs[c]])
-    for s in dfa.accepting.nonzero()[0].tolist():
+        edges[s].extend([(lo, hi, base + t) for lo, hi, t in out])
+    for s in accepting:
         nfa.eps[base + s].append(end)
 
 

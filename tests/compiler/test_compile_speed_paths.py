@@ -385,7 +385,7 @@ def test_overlapping_spans_are_cut_into_the_same_row(seed: int) -> None:
     assert [lo for lo, _, _ in got] == sorted(lo for lo, _, _ in got)
     # a cut inside one target's merged spans that no other span meets is not kept
     one = targets[0]
-    assert dfa_mod._disjoint([(0, 4, one), (2, 8, one), (8, 9, one)] + [(5, 6, one)]) == [(0, 9, one)]
+    assert dfa_mod._disjoint([(0, 4, one), (2, 8, one), (8, 9, one), (5, 6, one)]) == [(0, 9, one)]
 
 
 def test_an_automaton_leaf_is_added_in_one_block_of_states() -> None:
@@ -448,3 +448,17 @@ def test_a_product_is_built_as_a_dfa_of_pairs_with_its_language(seed: int) -> No
             want = member(node, text)
             assert pairs.accepts(text) == want, (node, text)
             assert (lowered is not None and lowered.accepts(b"x" + text)) == want, (node, text)
+
+
+def test_a_product_over_a_rule_reference_is_refused() -> None:
+    """A product is built from its operands' DFAs, so an operand that calls a rule (a
+    recursive language) is refused by name, whether the product is lowered in a grammar or
+    asked for as an operand itself."""
+    from maskc.compiler.errors import GrammarError
+    from maskc.compiler.ir import RuleRef
+
+    node = Product(Seq((_lit(b"a"), RuleRef("value"))), _lit(b"ab"), "minus")
+    with pytest.raises(GrammarError, match="recursive rule"):
+        lower(Seq((_lit(b"x"), node)))
+    with pytest.raises(GrammarError, match="recursive rule"):
+        operand_dfa(node, max_states=1000, deadline=None)
