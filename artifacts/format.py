@@ -20,6 +20,7 @@ import numpy as np
 import orjson
 from numpy.typing import NDArray
 
+from maskc.compiler.dfa import SparseTable
 from maskc.compiler.errors import ArtifactCorrupt, ArtifactVersionMismatch
 from maskc.compiler.maskstore import bitmask_words
 
@@ -215,8 +216,9 @@ def encode_trans(trans: NDArray[np.int32]) -> dict[str, NDArray[np.generic]]:
     }
 
 
-def decode_trans(tensors: Mapping[str, NDArray[np.generic]], where: str) -> NDArray[np.int32]:
-    """Inverse of :func:`encode_trans`, validating every index first."""
+def sparse_trans(tensors: Mapping[str, NDArray[np.generic]], where: str) -> SparseTable:
+    """The transition table of :func:`encode_trans` as it is stored, every index validated
+    (every target in ``[-1, states)``, every class below the class count)."""
     shape = tensors["dfa.shape"]
     if shape.shape != (2,):
         raise ArtifactCorrupt(f"{where}: bad dfa.shape")
@@ -231,20 +233,18 @@ def decode_trans(tensors: Mapping[str, NDArray[np.generic]], where: str) -> NDAr
     )
     if not ok:
         raise ArtifactCorrupt(f"{where}: inconsistent transition table")
-    lens = offsets[1:] - offsets[:-1]
-    if int(lens.min()) < 0:
+    if bool((offsets[1:] < offsets[:-1]).any()):
         raise ArtifactCorrupt(f"{where}: inconsistent transition table")
     if (int(default.min()) < -1 or int(default.max()) >= n) or (
         tgt.size and (int(tgt.min()) < -1 or int(tgt.max()) >= n or int(cls.max()) >= c)
     ):
         raise ArtifactCorrupt(f"{where}: transition target out of range")
-    trans = np.repeat(np.asarray(default, dtype=np.int32)[:, None], c, axis=1)
-    if tgt.size:
-        # the exceptions by flat index (row * c + class): one index array, not two
-        at = np.repeat(np.arange(0, n * c, c, dtype=np.int64), lens)
-        at += cls.astype(np.int64, copy=False)
-        trans.reshape(-1)[at] = tgt
-    return trans
+    return SparseTable(c, default, offsets, cls, tgt)
+
+
+def decode_trans(tensors: Mapping[str, NDArray[np.generic]], where: str) -> NDArray[np.int32]:
+    """Inverse of :func:`encode_trans`, validating every index first."""
+    return sparse_trans(tensors, where).decode()
 
 
 def _outside(x: NDArray[np.generic], hi: int) -> bool:
@@ -254,9 +254,9 @@ def _outside(x: NDArray[np.generic], hi: int) -> bool:
 
 
 def check_tables(tensors: Mapping[str, NDArray[np.generic]], vocab_size: int, where: str,
-                 counted: bool = False) -> NDArray[np.int32]:
-    """Structural checks that make every later index safe; returns the decoded transition
-    table. ``counted``: the header says version 4, so the count tensors must be there
+                 counted: bool = False) -> SparseTable:
+    """Structural checks that make every later index safe; returns the transition table as
+    stored (validated, not decoded). ``counted``: the header says version 4, so the count tensors must be there
     (and must not be otherwise)."""
     for name, (dtype, ndim) in TENSORS.items():
         arr = tensors.get(name)
@@ -264,8 +264,8 @@ def check_tables(tensors: Mapping[str, NDArray[np.generic]], vocab_size: int, wh
             raise ArtifactCorrupt(f"{where} lacks tensor {name!r}")
         if arr.dtype != dtype or arr.ndim != ndim:
             raise ArtifactCorrupt(f"{where}: tensor {name!r} has {arr.dtype}[{arr.ndim}d], expected {dtype}[{ndim}d]")
-    trans = decode_trans(tensors, where)  # its targets lie in [-1, n): the table needs no check of its own
-    n, c = trans.shape
+    trans = sparse_trans(tensors, where)  # its targets lie in [-1, n): the table needs no check of its own
+    n, c = trans.num_states, trans.num_classes
     byte_class, state = tensors["dfa.byte_class"], tensors["mask.state"]
     kinds: NDArray[Any] = tensors["mask.kind"]
     offsets: NDArray[Any] = tensors["mask.offsets"]

@@ -520,7 +520,7 @@ class CountingMatcher(Matcher):
         if r < 0:
             return False
         dfa = self.artifact.dfa
-        step, klass = dfa.trans.item, dfa.byte_class.item
+        step, klass = dfa.stepper(), dfa.byte_class.item
         s = state
         for b in self._tokens[token_id]:
             s = step(s, klass(b))

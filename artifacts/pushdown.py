@@ -256,7 +256,7 @@ class _FastWalk(_Walk):
         deduplication)."""
         rt = self.rt
         config, reach, los, his, needs = self.config, self.reach, self.lo, self.hi, self.needs
-        item = rt._table.item
+        item = rt._step
         cls = rt.byte_class[byte]
         max_depth = rt.max_depth
         out: list[Derived] = []
@@ -349,7 +349,7 @@ class PushdownRuntime:
         self.art = art
         # per-state tables, converted as states are visited (nothing proportional to the
         # automaton is built before the first mask)
-        self.trans: dict[int, list[int]] = LazyRows(pda.dfa.trans)
+        self.trans: dict[int, list[int]] = pda.dfa.rows
         self.byte_class: list[int] = pda.dfa.byte_class.tolist()
         self.accepting: dict[int, bool] = LazyRows(pda.dfa.accepting)
         self.calls: dict[int, list[tuple[int, int]]] = _Calls(pda.call_offsets, pda.call_rule, pda.call_return)
@@ -385,7 +385,7 @@ class PushdownRuntime:
         # (top state, token) -> (state after the token's bytes or -1, largest need met, whether
         # an accepting state met a byte), or None when a state on the way makes a call
         self._flat_steps: dict[tuple[int, int], tuple[int, int, bool] | None] = {}
-        self._table = pda.dfa.trans
+        self._step = pda.dfa.stepper()  # (state, class) -> state or -1
         self._class_of = pda.dfa.class_table  # bytes.translate: byte -> its class
         self._kinds: Sequence[int] | None = None
         self._needs: Sequence[int] | None = None
@@ -797,7 +797,7 @@ class PushdownRuntime:
             self._build_kinds()
         kinds, needs = self._kinds, self._needs
         assert kinds is not None and needs is not None
-        item = self._table.item
+        item = self._step
         q = key[0]
         most = 0
         met_accepting = False

@@ -63,7 +63,7 @@ class Counters:
         """The exact walk of ``data`` from ``(state, count)``: ``(state, count)`` after it,
         ``(-1, 0)`` when a byte is rejected. ``count`` is the arrivals at the head of
         ``state``'s loop since it was entered (0 outside loops)."""
-        step, klass = dfa.trans.item, dfa.byte_class.item
+        step, klass = dfa.stepper(), dfa.byte_class.item
         region, exit_, span = self.region.item, self.exit.item, self.span.item
         r = region(state)
         for b in data:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import time
 from array import array
-from dataclasses import InitVar, dataclass, field
+from collections.abc import Callable
 from operator import itemgetter
-from typing import TYPE_CHECKING, NewType
+from typing import TYPE_CHECKING, Any, NewType
 
 import numpy as np
 from numpy.typing import NDArray
@@ -22,7 +22,7 @@ from maskc.compiler.nfa import CALL_BASE, Nfa
 if TYPE_CHECKING:
     from maskc.compiler.counters import Counters
 
-__all__ = ["Dfa", "StateId", "ClassId", "CounterConflict", "determinize", "determinize_counted", "determinize_rules",
+__all__ = ["Dfa", "SparseTable", "StateId", "ClassId", "CounterConflict", "determinize", "determinize_counted", "determinize_rules",
            "prune", "compress_classes", "coreachable", "reachable", "first_seen", "distinct_in_order"]
 
 StateId = NewType("StateId", int)
@@ -31,48 +31,156 @@ ClassId = NewType("ClassId", int)
 DEAD = -1
 
 
-@dataclass(frozen=True, slots=True)
+class SparseTable:
+    """A transition table as each row's default target plus its exceptions (CSR): row ``q``
+    sends every class to ``default[q]`` but ``exc_class[offsets[q]:offsets[q + 1]]``, which go
+    to the matching ``exc_target``. The caller has checked every index (an artifact's load)."""
+
+    __slots__ = ("num_states", "num_classes", "default", "offsets", "exc_class", "exc_target", "_views")
+
+    def __init__(self, num_classes: int, default: NDArray[Any], offsets: NDArray[Any], exc_class: NDArray[Any],
+                 exc_target: NDArray[Any]) -> None:
+        self.num_states = int(default.shape[0])
+        self.num_classes = int(num_classes)
+        self.default, self.offsets, self.exc_class, self.exc_target = default, offsets, exc_class, exc_target
+        # native-order memoryviews (no copy on a little-endian machine): indexing and slicing
+        # one costs a third of a numpy array's
+        self._views = tuple(np.ascontiguousarray(a, dtype=dt).data for a, dt in (
+            (default, "=i4"), (offsets, "=i8"), (exc_class, np.uint8), (exc_target, "=i4")))
+
+    def row(self, q: int) -> list[int]:
+        """Row ``q`` (``0 <= q < num_states``) as Python ints."""
+        default, offsets, exc_class, exc_target = self._views
+        r = [default[q]] * self.num_classes
+        a, b = offsets[q], offsets[q + 1]
+        for k, t in zip(exc_class[a:b], exc_target[a:b]):
+            r[k] = t
+        return r
+
+    def decode(self) -> NDArray[np.int32]:
+        """The dense ``[states, classes]`` int32 table."""
+        n, c = self.num_states, self.num_classes
+        trans = np.repeat(np.asarray(self.default, dtype=np.int32)[:, None], c, axis=1)
+        if self.exc_target.size:
+            # the exceptions by flat index (row * c + class): one index array, not two
+            lens = self.offsets[1:] - self.offsets[:-1]
+            at = np.repeat(np.arange(0, n * c, c, dtype=np.int64), lens)
+            at += self.exc_class.astype(np.int64, copy=False)
+            trans.reshape(-1)[at] = self.exc_target
+        return trans
+
+
+class _Rows(dict[int, list[int]]):
+    """A table's rows as lists of Python ints, converted on first use (from the dense table,
+    else from the sparse one)."""
+
+    __slots__ = ("_dense", "_sparse")
+
+    def __init__(self, dense: NDArray[np.int32] | None, sparse: SparseTable | None) -> None:
+        super().__init__()
+        self._dense = dense
+        self._sparse = sparse
+
+    def __missing__(self, q: int) -> list[int]:
+        row: list[int] = self._dense[q].tolist() if self._dense is not None else self._sparse.row(q)  # type: ignore[union-attr]
+        self[q] = row
+        return row
+
+
 class Dfa:
-    """A deterministic automaton over byte classes; immutable once built."""
+    """A deterministic automaton over byte classes; immutable once built.
 
-    trans: NDArray[np.int32]  # [states, classes], -1 = reject
-    byte_class: NDArray[np.uint8]  # [256] byte -> class
-    accepting: NDArray[np.bool_]  # [states]
-    counters: Counters | None = None  # counted loops (None: the table is the whole automaton)
-    class_table: bytes = field(init=False, repr=False, compare=False)  # byte_class as a bytes.translate table
-    targets_checked: InitVar[bool] = False  # the caller proved every target in [-1, states) (an artifact's load)
+    The table is dense (``trans``), or, for a large table read from an artifact, kept as
+    its rows' default targets and exceptions and decoded only when a caller asks for the
+    whole of ``trans``: a matcher reads the rows it visits (:attr:`rows`, :meth:`stepper`),
+    so loading a large artifact builds nothing proportional to its states x classes.
+    """
 
-    def __post_init__(self, targets_checked: bool) -> None:
-        if self.trans.ndim != 2 or self.trans.dtype != np.int32:
-            raise ValueError(f"trans must be int32 [states, classes], got {self.trans.dtype} {self.trans.shape}")
-        if self.byte_class.shape != (256,) or self.byte_class.dtype != np.uint8:
+    __slots__ = ("_trans", "_sparse", "rows", "byte_class", "accepting", "counters", "class_table", "num_states",
+                 "num_classes")
+
+    def __init__(self, trans: NDArray[np.int32] | None, byte_class: NDArray[np.uint8], accepting: NDArray[np.bool_],
+                 counters: Counters | None = None, targets_checked: bool = False, *,
+                 sparse: SparseTable | None = None) -> None:
+        """``trans``: ``[states, classes]`` int32, ``-1`` = reject; or None with ``sparse``
+        (the table's rows as default + exceptions, targets already checked).
+        ``targets_checked``: the caller proved every target in ``[-1, states)`` (a load)."""
+        if trans is not None:
+            if trans.ndim != 2 or trans.dtype != np.int32:
+                raise ValueError(f"trans must be int32 [states, classes], got {trans.dtype} {trans.shape}")
+            n, c = trans.shape
+        elif sparse is not None:
+            n, c = sparse.num_states, sparse.num_classes
+        else:
+            raise ValueError("a DFA needs its table, dense or sparse")
+        if byte_class.shape != (256,) or byte_class.dtype != np.uint8:
             raise ValueError("byte_class must be uint8 [256]")
-        if self.accepting.shape != (self.trans.shape[0],) or self.accepting.dtype != np.bool_:
+        if accepting.shape != (n,) or accepting.dtype != np.bool_:
             raise ValueError("accepting must be bool [states]")
-        n, c = self.trans.shape
         if n == 0:
             raise ValueError("a DFA needs at least its start state")
-        if not targets_checked and self.trans.size and (self.trans.min() < DEAD or self.trans.max() >= n):
+        if trans is not None and not targets_checked and trans.size and (trans.min() < DEAD or trans.max() >= n):
             raise ValueError("transition target out of range")
-        if int(self.byte_class.max()) >= c:
+        if int(byte_class.max()) >= c:
             raise ValueError("byte class out of range")
-        if self.counters is not None and self.counters.region.shape[0] != n:
+        if counters is not None and counters.region.shape[0] != n:
             raise ValueError("counters need one entry per state")
-        for arr in (self.trans, self.byte_class, self.accepting):
-            arr.setflags(write=False)
-        object.__setattr__(self, "class_table", self.byte_class.tobytes())
+        for arr in (trans, byte_class, accepting):
+            if arr is not None:
+                arr.setflags(write=False)
+        self._trans = trans
+        self._sparse = sparse if trans is None else None
+        self.byte_class = byte_class
+        self.accepting = accepting
+        self.counters = counters
+        self.class_table: bytes = byte_class.tobytes()  # byte_class as a bytes.translate table
+        self.num_states = int(n)
+        self.num_classes = int(c)
+        #: ``rows[q]``: state ``q``'s row as a list of Python ints, converted on first use
+        #: (shared: never modify one)
+        self.rows: dict[int, list[int]] = _Rows(trans, self._sparse)
 
     @property
-    def num_states(self) -> int:
-        return int(self.trans.shape[0])
+    def trans(self) -> NDArray[np.int32]:
+        """The dense table ``[states, classes]`` (decoded on first use where it was sparse)."""
+        t = self._trans
+        if t is None:
+            assert self._sparse is not None
+            t = self._sparse.decode()
+            t.setflags(write=False)
+            self._trans = t
+        return t
 
     @property
-    def num_classes(self) -> int:
-        return int(self.trans.shape[1])
+    def is_sparse(self) -> bool:
+        """Whether the dense table has not been built (rows are read from the sparse form)."""
+        return self._trans is None
+
+    def stepper(self) -> Callable[[int, int], int]:
+        """``step(state, class) -> state or -1`` over Python ints, the fastest this table
+        allows: the dense table's ``item``, else a look-up of the converted rows."""
+        if self._trans is not None:
+            return self._trans.item
+        rows = self.rows
+
+        def step(state: int, klass: int) -> int:
+            return rows[state][klass]
+
+        return step
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "_trans" or not hasattr(self, name):  # set once, by __init__ (the table also by its decode)
+            object.__setattr__(self, name, value)
+        else:
+            raise AttributeError(f"Dfa is immutable: cannot set {name!r}")
+
+    def __repr__(self) -> str:
+        return f"Dfa(states={self.num_states}, classes={self.num_classes}, sparse={self.is_sparse})"
 
     def step(self, state: int, byte: int) -> int:
         """The state after ``byte``, or -1."""
-        return int(self.trans[state, self.byte_class[byte]])
+        return self.rows[state][int(self.byte_class[byte])] if self._trans is None else int(
+            self._trans[state, self.byte_class[byte]])
 
     def walk(self, state: int, data: bytes) -> int:
         """The state after all of ``data``, or -1 as soon as a byte is rejected.
@@ -80,7 +188,7 @@ class Dfa:
         Byte transitions only: a counted loop (:attr:`counters`) is walked as an endless
         loop, which is what a token's mask needs (no token can reach a loop's exit); the
         exact walk, with counts, is :meth:`maskc.compiler.counters.Counters.walk`."""
-        step = self.trans.item  # Python ints: no numpy scalar per byte
+        step = self.stepper()  # Python ints: no numpy scalar per byte
         for c in data.translate(self.class_table):
             state = step(state, c)
             if state < 0:
