@@ -89,39 +89,40 @@ from the stored form 0.25 us more than from the dense table: below this size a d
 cheaper than the extra cost of the rows a typical decode visits."""
 
 _PARALLEL_HASH_BYTES = 1 << 20
-"""From this many bytes of tensors, the content hash runs on a second thread while the
-tables are decoded (hashlib and numpy's copies release the GIL): a multi-megabyte artifact
-loads in about the longer of the two instead of their sum."""
+"""From this many bytes of tensors, the content hash runs on other threads while the
+tables are checked (hashlib and numpy's copies release the GIL): a multi-megabyte artifact
+loads in about the longer of the two instead of their sum. From format version 5 on, the
+hash's pieces are shared by up to :data:`_HASH_THREADS` threads."""
+
+_HASH_THREADS = min(4, os.cpu_count() or 1)
 
 
 class _ContentCheck:
-    """The sha256 of an artifact's content, computed at once for a small artifact and on a
-    thread beside the table checks for a large one; :meth:`verify` raises on a mismatch.
-    Tables decoded from a file that fails its check are dropped: nothing reaches a caller
-    before the hash matched."""
+    """The sha256 of an artifact's content, computed at once for a small artifact and on
+    helper threads beside the table checks for a large one (the caller's thread takes the
+    pieces left when it comes to :meth:`verify`); :meth:`verify` raises on a mismatch. Tables
+    decoded from a file that fails its check are dropped: nothing reaches a caller before the
+    hash matched."""
 
     def __init__(self, tensors: dict[str, NDArray[Any]], metadata: dict[str, str]) -> None:
         self._expected = metadata["content_sha256"]
         self._digest: str | None = None
+        self._hasher: fmt.ContentHasher | None = None
         self._error: BaseException | None = None
-        self._thread: threading.Thread | None = None
         if sum(a.nbytes for a in tensors.values()) < _PARALLEL_HASH_BYTES:
             self._digest = fmt.content_hash(tensors, metadata)
         else:
-            self._thread = threading.Thread(target=self._run, args=(tensors, metadata), daemon=True,
-                                            name="maskc-content-check")
-            self._thread.start()
-
-    def _run(self, tensors: dict[str, NDArray[Any]], metadata: dict[str, str]) -> None:
-        try:
-            self._digest = fmt.content_hash(tensors, metadata)
-        except BaseException as e:  # re-raised on the caller's thread by verify
-            self._error = e
+            self._hasher = fmt.ContentHasher(tensors, metadata, max(2, _HASH_THREADS))
+            self._hasher.start()
 
     def wait(self) -> None:
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        """Finish the hash (every helper joined); an error it raised is kept for :meth:`verify`."""
+        if self._hasher is not None:
+            hasher, self._hasher = self._hasher, None
+            try:
+                self._digest = hasher.finish()
+            except BaseException as e:
+                self._error = e
 
     def verify(self, where: str, cause: BaseException | None = None) -> None:
         self.wait()
@@ -136,7 +137,7 @@ def _typed_tables(tensors: dict[str, NDArray[Any]], metadata: dict[str, str], wh
     """Every table of a header already checked, validated and typed (the content hash aside)."""
     info = parse_metadata(metadata, where)
     vocab_size = info.vocab_size
-    counted = metadata["format_version"] == fmt.COUNTED_FORMAT_VERSION
+    counted = metadata["format_version"] in fmt.COUNTED_VERSIONS
     trans = fmt.check_tables(tensors, vocab_size, where, counted)
     if (info.num_states is not None and info.num_states != trans.num_states) or (
         info.num_masks is not None and info.num_masks != tensors["mask.kind"].shape[0]

@@ -88,7 +88,7 @@ class ArtifactCache:
         expected = {"grammar_kind": kind, "grammar_sha256": grammar_sha256, "options": options_json,
                     "compiler_version": COMPILER_VERSION}
         wrong = [k for k, v in expected.items() if art.metadata[k] != v]
-        if art.metadata["format_version"] not in READ_VERSIONS:  # 4: version 3 with counted loops
+        if art.metadata["format_version"] not in READ_VERSIONS:  # (6 and 4: with counted loops)
             wrong.append("format_version")
         if wrong:
             log.warning("cache entry %s is another artifact (%s differ); rebuilding", path, ", ".join(wrong))

@@ -142,13 +142,29 @@ def test_a_rehashed_valid_edit_loads(arts: dict[str, Artifact], tmp_path: Path) 
     assert maskc.load_artifact(path).metadata["tokenizer_name"] == "renamed"
 
 
-@pytest.fixture(params=["inline", "threaded"])
+@pytest.fixture(params=["inline", "threaded", "whole-stream"])
 def hash_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Both ways the content hash runs: at once (a small artifact) and on a thread beside
-    the table checks (from ``_PARALLEL_HASH_BYTES`` on; lowered here so the toys take it)."""
-    if request.param == "threaded":
+    """Every way the content hash runs: at once (a small artifact), in pieces on helper
+    threads beside the table checks (from ``_PARALLEL_HASH_BYTES`` on, pieces of ``PIECE``
+    bytes: both lowered here so the toys take that path, 2 helpers per load), and, for a
+    version-3 or -4 file, as one stream on one helper."""
+    if request.param != "inline":
         monkeypatch.setattr(artifact_module, "_PARALLEL_HASH_BYTES", 0)
+        monkeypatch.setattr(artifact_module, "_HASH_THREADS", 3)
+        monkeypatch.setattr(fmt, "PIECE", 64)
     return str(request.param)
+
+
+def _as_version(art: Artifact, hash_path: str, tmp_path: Path) -> Artifact:
+    """``art`` as the path reads it: itself; rehashed under the lowered piece size; or the
+    same tables written as version 3 (4 with counted loops)."""
+    if hash_path == "inline":
+        return art
+    version = art.metadata["format_version"]
+    if hash_path == "whole-stream":
+        version = "4" if version == fmt.COUNTED_FORMAT_VERSION else "3"
+    return maskc.load_artifact(rewritten(art, tmp_path, rehash=True, format_version=version),
+                               tokenizer=art.tokenizer)
 
 
 def _threads_started(monkeypatch: pytest.MonkeyPatch) -> list[threading.Thread]:
@@ -179,14 +195,16 @@ def _damaged_table(art: Artifact, tmp_path: Path, *, rehash: bool) -> Path:
 
 def test_the_content_check_holds_on_both_paths(arts: dict[str, Artifact], tmp_path: Path, hash_path: str,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    originals = [_as_version(art, hash_path, tmp_path) for art in arts.values()]
     started = _threads_started(monkeypatch)
-    for art in arts.values():
+    for art in originals:
         with pytest.raises(maskc.ArtifactCorrupt, match="content check"):
             maskc.load_artifact(rewritten(art, tmp_path, rehash=False, num_states="999"))
         loaded = maskc.load_artifact(rewritten(art, tmp_path, rehash=False))
         assert loaded.content_key == art.content_key
+        assert loaded.metadata["format_version"] == art.metadata["format_version"]
         assert np.array_equal(loaded.dfa.trans, art.dfa.trans)
-    assert len(started) == (4 if hash_path == "threaded" else 0)
+    assert len(started) == {"inline": 0, "threaded": 8, "whole-stream": 4}[hash_path]
     assert not any(t.is_alive() for t in started)  # every load waited for its hash
 
 
@@ -194,7 +212,7 @@ def test_a_damaged_file_fails_its_content_check_before_its_tables(arts: dict[str
                                                                  hash_path: str) -> None:
     """A damaged table is reported as damage (not as whichever check it broke), and a table
     that is bad under a matching hash as an inconsistent table."""
-    for art in arts.values():
+    for art in (_as_version(a, hash_path, tmp_path) for a in arts.values()):
         with pytest.raises(maskc.ArtifactCorrupt, match="content check"):
             maskc.load_artifact(_damaged_table(art, tmp_path, rehash=False))
         with pytest.raises(maskc.ArtifactCorrupt, match="out of range") as e:
@@ -202,17 +220,29 @@ def test_a_damaged_file_fails_its_content_check_before_its_tables(arts: dict[str
         assert "content check" not in str(e.value)
 
 
+@pytest.mark.parametrize("where", ["helper", "caller"])
 def test_a_hash_that_raises_is_raised_on_the_callers_thread(arts: dict[str, Artifact], tmp_path: Path,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+                                                             monkeypatch: pytest.MonkeyPatch, where: str) -> None:
     monkeypatch.setattr(artifact_module, "_PARALLEL_HASH_BYTES", 0)
-    path = rewritten(arts["regular"], tmp_path, rehash=False)
+    monkeypatch.setattr(fmt, "PIECE", 64)
+    path = rewritten(arts["regular"], tmp_path, rehash=True)
+    whole = rewritten(arts["regular"], tmp_path, rehash=True, format_version="3")
+    caller = threading.get_ident()
 
-    def broken(*_: object) -> str:
-        raise MemoryError("hash")
+    def broken(self: fmt.ContentHasher) -> None:
+        if (threading.get_ident() == caller) == (where == "caller"):
+            raise MemoryError("hash")
+        real(self)
 
-    monkeypatch.setattr(fmt, "content_hash", broken)
-    with pytest.raises(MemoryError, match="hash"):
-        maskc.load_artifact(path)
+    for name, file in (("_hash_pieces", path), ("_hash_whole", whole)):
+        real = getattr(fmt.ContentHasher, name)
+        with monkeypatch.context() as m:
+            m.setattr(fmt.ContentHasher, name, broken)
+            if where == "caller" and name == "_hash_whole":  # (the whole stream is hashed by its helper)
+                maskc.load_artifact(file)
+                continue
+            with pytest.raises(MemoryError, match="hash"):
+                maskc.load_artifact(file)
 
 
 def test_an_older_format_is_refused_with_a_remedy(arts: dict[str, Artifact], tmp_path: Path) -> None:

@@ -19,20 +19,32 @@ from maskc.compiler.errors import ArtifactCorrupt
 from maskc.compiler.maskstore import KIND_ALLOW, KIND_DELTA, KIND_DENSE, KIND_REJECT, bitmask_words
 
 
-def plain_content_hash(tensors: Mapping[str, object], metadata: Mapping[str, str]) -> str:
-    """The definition of the content hash, one update per piece."""
-    h = hashlib.sha256(b"maskc-artifact-content\0")
+def content_stream(tensors: Mapping[str, object], metadata: Mapping[str, str]) -> bytes:
+    """The definition of the content stream, as one bytes object."""
+    out = [b"maskc-artifact-content\0"]
     keys = sorted(k for k in metadata if k != "content_sha256")
-    h.update(len(keys).to_bytes(8, "little"))
+    out.append(len(keys).to_bytes(8, "little"))
     for key in keys:
         for part in (key.encode(), metadata[key].encode("utf-8", "surrogatepass")):
-            h.update(len(part).to_bytes(8, "little"))
-            h.update(part)
+            out += (len(part).to_bytes(8, "little"), part)
     for name in sorted(tensors):
         arr = np.ascontiguousarray(tensors[name])
-        h.update(f"{name}|{arr.dtype.str}|{arr.shape}|".encode())
-        h.update(arr.reshape(-1).view(np.uint8).tobytes())
-    return h.hexdigest()
+        out.append(f"{name}|{arr.dtype.str}|{arr.shape}|".encode())
+        out.append(arr.reshape(-1).view(np.uint8).tobytes())
+    return b"".join(out)
+
+
+def plain_content_hash(tensors: Mapping[str, object], metadata: Mapping[str, str]) -> str:
+    """The definition of the content hash: versions 3 and 4 hash the stream whole; 5 and 6
+    hash the sha256 digests of its pieces of ``fmt.PIECE`` bytes, after a prefix and the
+    stream's length."""
+    stream = content_stream(tensors, metadata)
+    if metadata.get("format_version") not in ("5", "6"):
+        return hashlib.sha256(stream).hexdigest()
+    top = hashlib.sha256(b"maskc-artifact-pieces\0" + len(stream).to_bytes(8, "little"))
+    for i in range(0, max(1, len(stream)), fmt.PIECE):
+        top.update(hashlib.sha256(stream[i : i + fmt.PIECE]).digest())
+    return top.hexdigest()
 
 
 def test_content_hash_matches_its_definition() -> None:
@@ -55,6 +67,29 @@ def test_content_hash_matches_its_definition() -> None:
         one: dict[str, Any] = {name: value}
         assert fmt.content_hash(one, {}) == plain_content_hash(one, {})
     assert fmt.content_hash({}, {}) == plain_content_hash({}, {})
+
+
+@pytest.mark.parametrize("piece", [1, 7, 64, 1 << 20])
+@pytest.mark.parametrize("threads", [1, 2, 5])
+def test_the_content_hash_in_pieces_matches_its_definition(piece: int, threads: int,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fmt, "PIECE", piece)
+    rng = np.random.default_rng(piece)
+    tensors: dict[str, Any] = {
+        "large": rng.integers(-9, 9, size=fmt._HASH_COPY_LIMIT + 3).astype(np.int32),  # hashed in place
+        "small": np.arange(5, dtype=np.uint8),
+        "big_endian": np.arange(9, dtype=">i4"),
+        "empty": np.zeros(0, dtype=np.int64),
+    }
+    for version in ("5", "6", "3", "4"):
+        metadata = {"format_version": version, "a": "x" * 70, "content_sha256": "ignored"}
+        digest = fmt.content_hash(tensors, metadata, threads=threads)
+        assert digest == plain_content_hash(tensors, metadata)
+        assert digest != fmt.content_hash(tensors, {**metadata, "a": "y" * 70}, threads=threads)
+    empty = {"format_version": "5"}
+    assert fmt.content_hash({}, empty, threads=threads) == plain_content_hash({}, empty)
+    # the two definitions differ: a file's version cannot be swapped without a new hash
+    assert plain_content_hash(tensors, {"format_version": "5"}) != plain_content_hash(tensors, {"format_version": "3"})
 
 
 def framed(header: bytes, body: bytes = b"") -> bytes:

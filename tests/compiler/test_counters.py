@@ -281,7 +281,7 @@ def test_counted_artifacts_round_trip_and_refuse_tampering(toy_vocab: Vocabulary
         with pytest.raises(maskc.ArtifactCorrupt):
             maskc.load_artifact(rewrite(tensors))
     with pytest.raises(maskc.ArtifactVersionMismatch):
-        maskc.load_artifact(rewrite(dict(art.tensors), format_version="5"))
+        maskc.load_artifact(rewrite(dict(art.tensors), format_version="7"))
 
 
 def test_counters_validate_their_tables() -> None:
