@@ -587,14 +587,18 @@ def prune(dfa: Dfa) -> Dfa:
 
 def compress_classes(dfa: Dfa) -> Dfa:
     """Merge byte classes whose columns are identical in every state (greenery's repartition)."""
-    cols, inverse = np.unique(dfa.trans.T, axis=0, return_inverse=True)
-    inverse = np.asarray(inverse).reshape(-1)
-    # Number classes by first occurrence so the result does not depend on np.unique's order.
-    first_seen: dict[int, int] = {}
-    for old in inverse.tolist():
-        first_seen.setdefault(int(old), len(first_seen))
-    remap = np.array([first_seen[i] for i in range(len(cols))], dtype=np.int64)
-    new_trans = np.empty((dfa.num_states, len(cols)), dtype=np.int32)
-    new_trans[:, remap] = cols.T
-    byte_class = remap[inverse[dfa.byte_class.astype(np.int64)]].astype(np.uint8)
+    # Columns compared by their bytes (np.unique over axis 0 would build a structured dtype of
+    # one field per state: a second for a hundred thousand states); classes numbered by
+    # first occurrence.
+    columns = np.ascontiguousarray(dfa.trans.T)
+    seen: dict[bytes, int] = {}
+    firsts: list[int] = []
+    inverse = np.empty(columns.shape[0], dtype=np.int64)
+    for k in range(columns.shape[0]):
+        j = seen.setdefault(columns[k].tobytes(), len(firsts))
+        if j == len(firsts):
+            firsts.append(k)
+        inverse[k] = j
+    new_trans = np.ascontiguousarray(dfa.trans[:, firsts])
+    byte_class = inverse[dfa.byte_class.astype(np.int64)].astype(np.uint8)
     return Dfa(new_trans, byte_class, dfa.accepting.copy(), dfa.counters)

@@ -218,10 +218,11 @@ def _need(byte_t: NDArray[np.int32], call_q: NDArray[np.int64], call_rule: NDArr
     need = np.full(n, NEED_INF, dtype=np.int64)
     # byte predecessors of each state, as CSR over the target
     src, cls = np.nonzero(byte_t >= 0)
-    edges = np.unique(np.stack([byte_t[src, cls].astype(np.int64), src.astype(np.int64)], axis=1), axis=0) \
-        if src.size else np.empty((0, 2), dtype=np.int64)
-    pred_off = np.searchsorted(edges[:, 0], np.arange(n + 1)).tolist()
-    preds = edges[:, 1].tolist()
+    # the distinct edges (target, source), sorted, as one int64 key each (a 1-D sort: np.unique
+    # over rows of pairs goes through a structured dtype, several times slower)
+    keys = np.unique(byte_t[src, cls].astype(np.int64) * n + src)
+    pred_off = np.searchsorted(keys, np.arange(n + 1, dtype=np.int64) * n).tolist()
+    preds = (keys % n).tolist()
     # call edges that depend on each state (as the callee's start or as the return state)
     call_start = starts[call_rule].astype(np.int64).tolist() if call_q.size else []
     rets = call_ret.astype(np.int64).tolist()

@@ -462,3 +462,25 @@ def test_a_product_over_a_rule_reference_is_refused() -> None:
         lower(Seq((_lit(b"x"), node)))
     with pytest.raises(GrammarError, match="recursive rule"):
         operand_dfa(node, max_states=1000, deadline=None)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_byte_classes_merge_exactly_the_equal_columns(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for _ in range(100):
+        n, distinct = int(rng.integers(1, 30)), int(rng.integers(1, 8))
+        base = rng.integers(-1, n, size=(n, distinct)).astype(np.int32)
+        c = int(rng.integers(distinct, 20))
+        trans = base[:, rng.integers(0, distinct, size=c)]  # columns repeated at random
+        byte_class = rng.integers(0, c, size=256).astype(np.uint8)
+        byte_class[:c] = np.arange(c)
+        d = Dfa(np.ascontiguousarray(trans), byte_class, rng.random(n) < 0.5)
+        got = dfa_mod.compress_classes(d)
+        # every byte goes where it went; two bytes share a class exactly when their columns agree
+        assert np.array_equal(got.trans[:, got.byte_class], d.trans[:, d.byte_class])
+        cols = [d.trans[:, k].tobytes() for k in d.byte_class.tolist()]
+        same = np.equal.outer(got.byte_class, got.byte_class)
+        assert same.tolist() == [[a == b for b in cols] for a in cols]
+        # classes numbered by the first column (old class) that has them
+        firsts = [int(got.byte_class[np.flatnonzero(d.byte_class == k)[0]]) for k in range(c)]
+        assert list(dict.fromkeys(firsts)) == list(range(got.num_classes))
