@@ -7,6 +7,7 @@ in class order), so equal languages over equal classes give identical arrays.
 
 from __future__ import annotations
 
+import struct
 import time
 from typing import Any
 
@@ -200,8 +201,19 @@ def _incremental_rounds(
         if tz is not None:
             with np.errstate(over="ignore"):  # wrapping int64 arithmetic
                 h = ext[tz[dirty]] @ mult.T  # [dirty, 2]
+        elif dirty.shape[0] * c <= SMALL_ROUND_CELLS:  # a few rows: hashed whole (the same values)
+            rows = trans[dirty]
+            with np.errstate(over="ignore"):
+                h = ext[np.where(rows >= 0, rows, n)] @ mult.T
         else:
             h = _sparse_hashes(dirty, out, live_tgt, live_col, block, mult, base)
+        if dirty.shape[0] <= SMALL_ROUND:
+            moved_list, count = _small_round(dirty, h, block, size, has_sig, sig1, sig2, count)
+            if moved_list is None:
+                break
+            pred = gather_rows(pstart, src, np.asarray(moved_list, dtype=np.int64))
+            dirty = np.unique(pred) if pred.size else pred
+            continue
         b = block[dirty]
         match = has_sig[b] & (h[:, 0] == sig1[b]) & (h[:, 1] == sig2[b])
         # the blocks met this round, numbered locally where they are few among many (a round
@@ -251,6 +263,70 @@ def _incremental_rounds(
         return _rounds(trans, init, max_rounds, deadline)
     dense = np.unique(block, return_inverse=True)[1]
     return np.asarray(dense, dtype=np.int64).reshape(-1), stable
+
+
+SMALL_ROUND = 64
+"""A round with at most this many dirty states runs its grouping in Python (:func:`_small_round`):
+a long counted run refines one position per round, thousands of rounds of a few states, where
+the array operations' fixed costs are most of a round."""
+SMALL_ROUND_CELLS = 1 << 14  # a round's dirty rows up to this many cells are hashed whole
+
+
+def _small_round(dirty: NDArray[np.int64], h: NDArray[np.int64], block: NDArray[np.int64], size: NDArray[np.int64],
+                 has_sig: NDArray[np.bool_], sig1: NDArray[np.int64], sig2: NDArray[np.int64],
+                 count: int) -> tuple[list[int] | None, int]:
+    """One round of :func:`_incremental_rounds` after its hashes ``h``, for a few dirty
+    states, in Python: the same splits, the same fresh block ids in the same order (groups
+    ordered as the array path's row sort orders them: by the bytes of (block, hash, hash)).
+    Returns (the states moved, or None where the round splits nothing, and the block count)."""
+    d = dirty.tolist()
+    b_arr = block[dirty]
+    bl = b_arr.tolist()
+    h0, h1 = h[:, 0].tolist(), h[:, 1].tolist()
+    known = has_sig[b_arr].tolist()
+    s1, s2, sizes = sig1[b_arr].tolist(), sig2[b_arr].tolist(), size[b_arr].tolist()
+    dcount: dict[int, int] = {}
+    for b in bl:
+        dcount[b] = dcount.get(b, 0) + 1
+    settled: set[int] = set()
+    groups: dict[tuple[int, int, int], list[int]] = {}  # (block, hash, hash) -> dirty indices, in order
+    for i, b in enumerate(bl):
+        if known[i] and h0[i] == s1[i] and h1[i] == s2[i]:
+            settled.add(b)
+        else:
+            groups.setdefault((b, h0[i], h1[i]), []).append(i)
+        if sizes[i] > dcount[b]:
+            settled.add(b)
+    if not groups:
+        return None, count
+    order = sorted(groups, key=lambda k: _KEY.pack(*k))
+    lead: dict[int, int] = {}  # unsettled block -> the first dirty index among its groups
+    for k in order:
+        if k[0] not in settled:
+            first = groups[k][0]
+            if first < lead.get(k[0], first + 1):
+                lead[k[0]] = first
+    moved: list[int] = []
+    for k in order:
+        b, g0, g1 = k
+        members = groups[k]
+        if b not in settled and lead[b] == members[0]:  # keeps the block's id: its signature now
+            sig1[b], sig2[b], has_sig[b] = g0, g1, True
+            continue
+        fresh = count
+        count += 1
+        size[fresh] = len(members)
+        size[b] -= len(members)
+        sig1[fresh], sig2[fresh], has_sig[fresh] = g0, g1, True
+        for i in members:
+            block[d[i]] = fresh
+            moved.append(d[i])
+    if not moved:
+        return None, count
+    return moved, count
+
+
+_KEY = struct.Struct("qqq")  # native int64s: the byte order the array path's row sort compares
 
 
 def _refine(

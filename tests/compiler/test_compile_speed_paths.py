@@ -228,14 +228,20 @@ def test_a_long_max_length_compiles_to_the_minimal_chain() -> None:
 
 
 @pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("dense_cells,chunk", [(0, minimize_mod._CHUNK_CELLS), (0, 7), (minimize_mod.DENSE_HASH_CELLS, 7)],
-                         ids=["sparse", "sparse-chunked", "dense"])
-def test_incremental_refinement_matches_full_moore_rounds(seed: int, dense_cells: int, chunk: int,
+@pytest.mark.parametrize("dense_cells,chunk,small", [
+    (0, minimize_mod._CHUNK_CELLS, False), (0, 7, False), (minimize_mod.DENSE_HASH_CELLS, 7, False),
+    (0, minimize_mod._CHUNK_CELLS, True), (minimize_mod.DENSE_HASH_CELLS, 7, True)],
+    ids=["sparse", "sparse-chunked", "dense", "small-rounds", "small-rounds-dense"])
+def test_incremental_refinement_matches_full_moore_rounds(seed: int, dense_cells: int, chunk: int, small: bool,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     # (both ways of hashing a round's rows: over the live transitions, in one pass or in
-    # chunks of a few transitions (the table read in chunks of rows too), and whole rows)
+    # chunks of a few transitions (the table read in chunks of rows too), and whole rows;
+    # a round's grouping in arrays, or in Python for a few dirty states, whose rows are
+    # then hashed whole)
     monkeypatch.setattr(minimize_mod, "DENSE_HASH_CELLS", dense_cells)
     monkeypatch.setattr(minimize_mod, "_CHUNK_CELLS", chunk)
+    monkeypatch.setattr(minimize_mod, "SMALL_ROUND", 64 if small else 0)
+    monkeypatch.setattr(minimize_mod, "SMALL_ROUND_CELLS", 1 << 14 if small else 0)
     rng = random.Random(seed)
     for _ in range(60):
         d = _random_dfa(rng, rng.randint(1, 50), rng.randint(1, 5), rng.choice([0.3, 0.6, 0.9]))
@@ -251,13 +257,15 @@ def test_incremental_refinement_matches_full_moore_rounds(seed: int, dense_cells
 
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("dense_cells", [0, minimize_mod.DENSE_HASH_CELLS], ids=["sparse", "dense"])
-def test_refinement_stays_exact_when_signatures_collide(seed: int, dense_cells: int,
+@pytest.mark.parametrize("small", [0, 64], ids=["array-rounds", "small-rounds"])
+def test_refinement_stays_exact_when_signatures_collide(seed: int, dense_cells: int, small: int,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     # Multipliers of 1 make a signature the sum of the successors' blocks: rows such as
     # (0, 2) and (1, 1) collide, the hashed rounds merge states they should not, and the
     # congruence check must catch it and rerun exactly.
     monkeypatch.setattr(minimize_mod, "_MULT", np.ones_like(minimize_mod._MULT))
     monkeypatch.setattr(minimize_mod, "DENSE_HASH_CELLS", dense_cells)
+    monkeypatch.setattr(minimize_mod, "SMALL_ROUND", small)
     exact = minimize_mod._rounds
     reruns: list[int] = []
     monkeypatch.setattr(minimize_mod, "_rounds", lambda *a: reruns.append(1) or exact(*a))
@@ -484,3 +492,22 @@ def test_byte_classes_merge_exactly_the_equal_columns(seed: int) -> None:
         # classes numbered by the first column (old class) that has them
         firsts = [int(got.byte_class[np.flatnonzero(d.byte_class == k)[0]]) for k in range(c)]
         assert list(dict.fromkeys(firsts)) == list(range(got.num_classes))
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("dense_cells", [0, minimize_mod.DENSE_HASH_CELLS], ids=["sparse", "dense"])
+def test_small_rounds_number_blocks_as_the_array_rounds(seed: int, dense_cells: int,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not only the same partition: the same block ids, so that whatever reads them (a
+    refinement stopped after a few rounds, the alignment's grouping) sees the same numbers."""
+    monkeypatch.setattr(minimize_mod, "DENSE_HASH_CELLS", dense_cells)
+    rng = random.Random(200 + seed)
+    for _ in range(60):
+        d = _random_dfa(rng, rng.randint(1, 60), rng.randint(1, 5), rng.choice([0.3, 0.6, 0.9]))
+        init, _ = minimize_mod._row_ids(d.accepting.astype(np.int64).reshape(-1, 1))
+        for rounds in (None, 1, 3):
+            got = []
+            for small in (0, 64):
+                monkeypatch.setattr(minimize_mod, "SMALL_ROUND", small)
+                got.append(minimize_mod._incremental_rounds(d.trans, init, rounds, None))
+            assert np.array_equal(got[0][0], got[1][0]) and got[0][1] == got[1][1]
