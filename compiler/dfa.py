@@ -48,6 +48,9 @@ class SparseTable:
         self._views = tuple(np.ascontiguousarray(a, dtype=dt).data for a, dt in (
             (default, "=i4"), (offsets, "=i8"), (exc_class, np.uint8), (exc_target, "=i4")))
 
+    def __reduce__(self) -> tuple[type[SparseTable], tuple[int, NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any]]]:
+        return SparseTable, (self.num_classes, self.default, self.offsets, self.exc_class, self.exc_target)
+
     def row(self, q: int) -> list[int]:
         """Row ``q`` (``0 <= q < num_states``) as Python ints."""
         default, offsets, exc_class, exc_target = self._views

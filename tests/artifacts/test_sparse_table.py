@@ -4,6 +4,8 @@ over the decoded table, and nothing decodes the whole table unless asked to."""
 
 from __future__ import annotations
 
+import copy
+import pickle
 import random
 from pathlib import Path
 from typing import Any
@@ -137,3 +139,14 @@ def test_only_a_large_table_stays_sparse(toy_vocab: Vocabulary, tmp_path: Path,
     for bound, sparse in ((table_bytes, True), (table_bytes + 1, False)):
         monkeypatch.setattr(artifact_module, "_SPARSE_TABLE_BYTES", bound)
         assert maskc.load_artifact(path, tokenizer=toy_vocab).dfa.is_sparse == sparse
+
+
+def test_a_sparse_dfa_copies_and_pickles(toy_vocab: Vocabulary, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    art = maskc.compile_json_schema(SCHEMAS["recursive"], toy_vocab, cache=False)
+    sparse, dense = _sparse_and_dense(art, toy_vocab, tmp_path, monkeypatch)
+    sparse.dfa.rows[0]  # a converted row travels too
+    for dfa in (pickle.loads(pickle.dumps(sparse.dfa)), copy.deepcopy(sparse.dfa)):
+        assert dfa.is_sparse and dfa.num_states == dense.dfa.num_states
+        assert [dfa.rows[q] for q in range(dfa.num_states)] == dense.dfa.trans.tolist()
+        assert np.array_equal(dfa.trans, dense.dfa.trans)
