@@ -238,7 +238,10 @@ def _regex_to_ir(pattern: str, encode: CharEncoder | None, search: bool) -> Node
     enc = encode or utf8_node
     conv = _Converter(enc, pattern)
     any_char = conv.chars([(0, MAX_CODE_POINT)])
-    parts: list[Node] = []
+    # branches by their anchors: a search wraps each group's union once (.*(a|b).* rather than
+    # .*a.*|.*b.*, the same language: the separate wraps make a subset construction track, for
+    # every branch, whether it has matched yet, 2^branches subsets)
+    groups: dict[tuple[bool, bool], list[Node]] = {}
     for a_start, body, a_end in split_anchors(ecma_rewrite(pattern)):
         if _has_stray_anchor(body):
             raise UnsupportedRegex(
@@ -255,10 +258,13 @@ def _regex_to_ir(pattern: str, encode: CharEncoder | None, search: bool) -> Node
                 pattern=pattern,
                 offset=offset if isinstance(offset, int) else None,
             ) from e
-        node = conv.convert(parsed)
-        if search and not a_start:
+        groups.setdefault((a_start, a_end) if search else (True, True), []).append(conv.convert(parsed))
+    parts: list[Node] = []
+    for (a_start, a_end), bodies in groups.items():
+        node = alt(*bodies)
+        if not a_start:
             node = seq(star(any_char), node)
-        if search and not a_end:
+        if not a_end:
             node = seq(node, star(any_char))
         parts.append(node)
     return alt(*parts)

@@ -98,3 +98,41 @@ def test_anchors_inside_whole_branch_groups(pattern: str, accepted: list[str], r
     for s in rejected:
         assert not dfa.accepts(s.encode()), (pattern, s)
         assert not re.search(pattern, s), (pattern, s)
+
+
+SEARCH_PATTERNS = [r"ab|ba|c", r"^ab|ba|c$|^c$|b", r"^a|^b|x$|y$", r"(^ab$|ba)|c+", r"a|^|b", r"^(ab|c)|d$"]
+
+
+@pytest.mark.parametrize("pattern", SEARCH_PATTERNS)
+@settings(max_examples=120, deadline=None)
+@given(s=st.text(alphabet="abcdxy", max_size=6))
+def test_search_over_branches_agrees_with_python_re(pattern: str, s: str) -> None:
+    """A search wraps each group of equally anchored branches once: the language is every
+    branch's search, as Python's ``re.search`` finds it (no line terminators drawn)."""
+    from maskc.compiler.frontends.regex import regex_to_ir
+    from tests.helpers import dfa_of
+
+    assert dfa_of(regex_to_ir(pattern, search=True)).accepts(s.encode()) == (re.search(pattern, s) is not None)
+
+
+def test_a_search_for_many_keywords_stays_small(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unanchored branches share one ``.*`` on each side: the subset construction does not
+    track, branch by branch, which keyword has been seen (2^17 subsets for 17 keywords)."""
+    from maskc.compiler import dfa as dfa_module
+    from maskc.compiler.frontends.regex import regex_to_ir
+    from tests.helpers import dfa_of
+
+    words = [f"INTERVAL_{w}" for w in "TICK M1 M2 M3 M4 M5 M6 M10 M15 M20 M30 H1 H2 H4 D1 W1 MN1".split()]
+    sizes: list[int] = []
+    real = dfa_module._subsets
+
+    def counted(*args: object, **kwargs: object) -> object:
+        got = real(*args, **kwargs)  # type: ignore[arg-type]
+        sizes.append(int(got[0].shape[0]))
+        return got
+
+    monkeypatch.setattr(dfa_module, "_subsets", counted)
+    dfa = dfa_of(regex_to_ir("|".join(words), search=True))
+    assert max(sizes) < 1000
+    assert dfa.accepts(b"xxINTERVAL_M15yy") and dfa.accepts(b"INTERVAL_MN1")
+    assert not dfa.accepts(b"INTERVAL_M7") and not dfa.accepts(b"INTERVAL_")
