@@ -180,14 +180,16 @@ class ContentHasher:
             self._spawn(self._hash_pieces)
 
     def finish(self) -> str:
-        if self._pieces is None:
-            if not self._helpers:
-                self._hash_whole()
-        else:
-            self._hash_pieces()  # the pieces no helper has taken yet
-        for t in self._helpers:
-            t.join()
-        self._helpers.clear()
+        try:
+            if self._pieces is None:
+                if not self._helpers:
+                    self._hash_whole()
+            else:
+                self._hash_pieces()  # the pieces no helper has taken yet
+        finally:  # (every helper joined, whatever the caller's share raised)
+            for t in self._helpers:
+                t.join()
+            self._helpers.clear()
         if self._errors:
             raise self._errors[0]
         if self._pieces is None:

@@ -241,8 +241,10 @@ def test_a_hash_that_raises_is_raised_on_the_callers_thread(arts: dict[str, Arti
             if where == "caller" and name == "_hash_whole":  # (the whole stream is hashed by its helper)
                 maskc.load_artifact(file)
                 continue
+            started = _threads_started(m)
             with pytest.raises(MemoryError, match="hash"):
                 maskc.load_artifact(file)
+            assert started and not any(t.is_alive() for t in started)  # joined, even on an error
 
 
 def test_an_older_format_is_refused_with_a_remedy(arts: dict[str, Artifact], tmp_path: Path) -> None:
