@@ -22,7 +22,7 @@ from maskc.compiler.nfa import CALL_BASE, Nfa
 if TYPE_CHECKING:
     from maskc.compiler.counters import Counters
 
-__all__ = ["Dfa", "SparseTable", "StateId", "ClassId", "CounterConflict", "determinize", "determinize_counted", "determinize_rules",
+__all__ = ["Dfa", "SparseTable", "LazyRows", "StateId", "ClassId", "CounterConflict", "determinize", "determinize_counted", "determinize_rules",
            "prune", "compress_classes", "coreachable", "reachable", "first_seen", "distinct_in_order"]
 
 StateId = NewType("StateId", int)
@@ -71,6 +71,20 @@ class SparseTable:
             at += self.exc_class.astype(np.int64, copy=False)
             trans.reshape(-1)[at] = self.exc_target
         return trans
+
+
+class LazyRows(dict[int, Any]):
+    """``table[q]`` as a Python list (or scalar), converted on first use: whoever reads a
+    large automaton row by row pays for the states it reads, not for the whole table."""
+
+    def __init__(self, table: NDArray[Any]) -> None:
+        super().__init__()
+        self.table = table
+
+    def __missing__(self, q: int) -> Any:
+        value = self.table[q].tolist()
+        self[q] = value
+        return value
 
 
 class _Rows(dict[int, list[int]]):

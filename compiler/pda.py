@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from maskc.compiler.dfa import (DEAD, Dfa, compress_classes, coreachable, determinize_rules, distinct_in_order,
+from maskc.compiler.dfa import (DEAD, Dfa, LazyRows, compress_classes, coreachable, determinize_rules, distinct_in_order,
                                 first_seen)
 from maskc.compiler.errors import EmptyLanguage, GrammarError, StateLimitExceeded
 from maskc.compiler.minimize import MAX_STATES, gather_rows, refine
@@ -36,20 +36,6 @@ from maskc.compiler.rules import ResolvedRules
 __all__ = ["Pda", "build_pda", "NEED_INF", "LazyRows"]
 
 NEED_INF = 1 << 30
-
-
-class LazyRows(dict[int, Any]):
-    """``table[q]`` as a Python list (or scalar), converted on first use: whoever reads a
-    large automaton row by row pays for the states it reads, not for the whole table."""
-
-    def __init__(self, table: NDArray[Any]) -> None:
-        super().__init__()
-        self.table = table
-
-    def __missing__(self, q: int) -> Any:
-        value = self.table[q].tolist()
-        self[q] = value
-        return value
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,8 +20,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-from maskc.compiler.dfa import DEAD, Dfa, coreachable, determinize, prune
-from maskc.compiler.errors import GrammarError, StateLimitExceeded, TimeLimitExceeded
+from maskc.compiler.dfa import DEAD, Dfa, LazyRows, coreachable, determinize, prune
+from maskc.compiler.errors import EmptyLanguage, GrammarError, StateLimitExceeded, TimeLimitExceeded
 from maskc.compiler.ir import Node, Product
 from maskc.compiler.minimize import minimize
 from maskc.compiler.nfa import _has_ref, _pair_classes, lower
@@ -54,6 +54,11 @@ def proven_empty(node: Node, *, max_states: int, deadline: float | None) -> bool
     return not bool(coreachable(dfa.trans, dfa.accepting)[0])
 
 
+def _check(deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise TimeLimitExceeded("compile time (s)", limit=0)
+
+
 def operand_dfa(node: Node, *, max_states: int, deadline: float | None) -> Dfa:
     """A DFA of ``node``'s language: pruned and minimized (one dead-end start state if empty).
 
@@ -75,10 +80,14 @@ def operand_dfa(node: Node, *, max_states: int, deadline: float | None) -> Dfa:
     else:
         raw = determinize(lower(node, max_states=max_states, deadline=deadline, direct=True), max_states=max_states,
                           deadline=deadline)
-    if not coreachable(raw.trans, raw.accepting)[0]:
+    _check(deadline)  # (the construction may end at the limit: what follows is a pass or more over it)
+    try:
+        pruned = prune(raw)  # (one backward search, which also says whether the language is empty)
+    except EmptyLanguage:
         dfa = _empty_dfa()
     else:
-        dfa = minimize(prune(raw), deadline=deadline)
+        _check(deadline)
+        dfa = minimize(pruned, deadline=deadline)
     with _lock:
         _cache[id(node)] = (node, dfa)
         while len(_cache) > _CACHE_SIZE:
@@ -103,10 +112,15 @@ def _pair_dfa(node: Product, *, max_states: int, deadline: float | None) -> Dfa:
         raise GrammarError("an intersection or difference of languages cannot involve a recursive rule")
     da = operand_dfa(node.a, max_states=max_states, deadline=deadline)
     db = operand_dfa(node.b, max_states=max_states, deadline=deadline)
+    _check(deadline)  # (an operand may finish at the limit)
     byte_class, classes = _pair_classes(da, db)
     xa = [x for x, _ in classes]
     xb = [x for _, x in classes]
-    ta, tb = da.trans.tolist(), db.trans.tolist()
+    # the operands' rows as lists, converted as the pairs reach them: an operand of 800,000
+    # states x 87 classes took seconds and gigabytes to convert whole, for pairs that may
+    # visit a fraction of it
+    ta: dict[int, list[int]] = LazyRows(da.trans)
+    tb: dict[int, list[int]] = LazyRows(db.trans)
     acc_a, acc_b = da.accepting.tolist(), db.accepting.tolist()
     want_b = node.op == "and"
     dead_b = [DEAD] * db.num_classes  # b's row once it is dead: a difference goes on with a alone

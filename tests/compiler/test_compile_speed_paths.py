@@ -511,3 +511,34 @@ def test_small_rounds_number_blocks_as_the_array_rounds(seed: int, dense_cells: 
                 monkeypatch.setattr(minimize_mod, "SMALL_ROUND", small)
                 got.append(minimize_mod._incremental_rounds(d.trans, init, rounds, None))
             assert np.array_equal(got[0][0], got[1][0]) and got[0][1] == got[1][1]
+
+
+def test_an_operand_finished_at_the_limit_stops_before_its_next_passes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A subset construction may end just before the deadline: pruning and minimizing a large
+    operand then took seconds past it (a compile reported 74 s against 60)."""
+    import time
+    import types
+
+    from maskc.compiler import product as product_mod
+    from maskc.compiler.errors import TimeLimitExceeded
+    from maskc.compiler.frontends.regex import regex_to_ir
+
+    deadline = time.monotonic() + 1000.0
+    clock = [0.0]
+    monkeypatch.setattr(product_mod, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    real = product_mod.determinize
+
+    def at_the_limit(*args: object, **kwargs: object) -> Dfa:
+        got = real(*args, **kwargs)  # type: ignore[arg-type]
+        clock[0] = deadline + 1.0
+        return got
+
+    pruned: list[Dfa] = []
+    monkeypatch.setattr(product_mod, "determinize", at_the_limit)
+    monkeypatch.setattr(product_mod, "prune", lambda d: pruned.append(d) or d)
+    with pytest.raises(TimeLimitExceeded):
+        product_mod.operand_dfa(regex_to_ir("a[bc]{2,5}d"), max_states=1000, deadline=deadline)
+    assert not pruned
+    clock[0] = 0.0
+    got = product_mod.operand_dfa(regex_to_ir("x[yz]{2,5}"), max_states=1000, deadline=deadline + 10.0)
+    assert pruned and got.accepts(b"xyzy")
