@@ -361,11 +361,6 @@ def sparse_trans(tensors: Mapping[str, NDArray[np.generic]], where: str) -> Spar
     return SparseTable(c, default, offsets, cls, tgt)
 
 
-def decode_trans(tensors: Mapping[str, NDArray[np.generic]], where: str) -> NDArray[np.int32]:
-    """Inverse of :func:`encode_trans`, validating every index first."""
-    return sparse_trans(tensors, where).decode()
-
-
 def _outside(x: NDArray[np.generic], hi: int) -> bool:
     """Whether a non-empty int32 array has a value outside [0, hi), for 0 <= hi <= 2**31, in
     one pass: seen unsigned, a negative value is at least 2**31."""

@@ -77,9 +77,9 @@ class LazyRows(dict[int, Any]):
     """``table[q]`` as a Python list (or scalar), converted on first use: whoever reads a
     large automaton row by row pays for the states it reads, not for the whole table."""
 
-    def __init__(self, table: NDArray[Any]) -> None:
+    def __init__(self, table: Any) -> None:
         super().__init__()
-        self.table = table
+        self.table = table  # an array (its rows converted by tolist), or a SparseTable (_SparseRows)
 
     def __missing__(self, q: int) -> Any:
         value = self.table[q].tolist()
@@ -87,21 +87,13 @@ class LazyRows(dict[int, Any]):
         return value
 
 
-class _Rows(dict[int, list[int]]):
-    """A table's rows as lists of Python ints, converted on first use (from the dense table,
-    else from the sparse one)."""
-
-    __slots__ = ("_dense", "_sparse")
-
-    def __init__(self, dense: NDArray[np.int32] | None, sparse: SparseTable | None) -> None:
-        super().__init__()
-        self._dense = dense
-        self._sparse = sparse
+class _SparseRows(LazyRows):
+    """:class:`LazyRows` of a :class:`SparseTable`."""
 
     def __missing__(self, q: int) -> list[int]:
-        row: list[int] = self._dense[q].tolist() if self._dense is not None else self._sparse.row(q)  # type: ignore[union-attr]
-        self[q] = row
-        return row
+        value: list[int] = self.table.row(q)
+        self[q] = value
+        return value
 
 
 class Dfa:
@@ -155,7 +147,7 @@ class Dfa:
         self.num_classes = int(c)
         #: ``rows[q]``: state ``q``'s row as a list of Python ints, converted on first use
         #: (shared: never modify one)
-        self.rows: dict[int, list[int]] = _Rows(trans, self._sparse)
+        self.rows: dict[int, list[int]] = LazyRows(trans) if trans is not None else _SparseRows(sparse)
 
     @property
     def trans(self) -> NDArray[np.int32]:

@@ -198,13 +198,10 @@ def _incremental_rounds(
         if deadline is not None and time.monotonic() > deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
         rounds += 1
-        if tz is not None:
+        if tz is not None or dirty.shape[0] * c <= SMALL_ROUND_CELLS:  # rows hashed whole (the same values)
+            rows = tz[dirty] if tz is not None else np.where(trans[dirty] >= 0, trans[dirty], n)
             with np.errstate(over="ignore"):  # wrapping int64 arithmetic
-                h = ext[tz[dirty]] @ mult.T  # [dirty, 2]
-        elif dirty.shape[0] * c <= SMALL_ROUND_CELLS:  # a few rows: hashed whole (the same values)
-            rows = trans[dirty]
-            with np.errstate(over="ignore"):
-                h = ext[np.where(rows >= 0, rows, n)] @ mult.T
+                h = ext[rows] @ mult.T  # [dirty, 2]
         else:
             h = _sparse_hashes(dirty, out, live_tgt, live_col, block, mult, base)
         if dirty.shape[0] <= SMALL_ROUND:

@@ -240,7 +240,8 @@ def _regex_to_ir(pattern: str, encode: CharEncoder | None, search: bool) -> Node
     any_char = conv.chars([(0, MAX_CODE_POINT)])
     # branches by their anchors: a search wraps each group's union once (.*(a|b).* rather than
     # .*a.*|.*b.*, the same language: the separate wraps make a subset construction track, for
-    # every branch, whether it has matched yet, 2^branches subsets)
+    # every branch, whether it has matched yet, 2^branches subsets); a full match is one group
+    # without wraps
     groups: dict[tuple[bool, bool], list[Node]] = {}
     for a_start, body, a_end in split_anchors(ecma_rewrite(pattern)):
         if _has_stray_anchor(body):

@@ -144,7 +144,7 @@ def test_decode_trans_matches_a_plain_loop() -> None:
         n, c = int(rng.integers(1, 12)), int(rng.integers(1, 9))
         trans = rng.integers(-1, n, size=(n, c)).astype(np.int32)
         tensors: dict[str, NDArray[np.generic]] = dict(fmt.encode_trans(trans))
-        assert np.array_equal(fmt.decode_trans(tensors, "x"), trans)
+        assert np.array_equal(fmt.sparse_trans(tensors, "x").decode(), trans)
         # a class repeated within a row (never written, but decodable): the later one wins
         row = int(rng.integers(n))
         k = int(tensors["dfa.exc_offsets"][row + 1])
@@ -154,7 +154,7 @@ def test_decode_trans_matches_a_plain_loop() -> None:
         offsets: NDArray[Any] = tensors["dfa.exc_offsets"].copy()
         offsets[row + 1:] += 2
         tensors["dfa.exc_offsets"] = offsets
-        decoded = fmt.decode_trans(tensors, "x")
+        decoded = fmt.sparse_trans(tensors, "x").decode()
         assert np.array_equal(decoded, plain_decode(tensors)) and decoded[row, at] == n - 1
 
 
