@@ -3,7 +3,8 @@ several tokenizers, timed end to end, with the whole slice's wall time estimated
 
 usage: python benchmarks/ci_scale.py [--sample 60] [--seed 0] [--jobs 2]
                                      [--tokenizer SPEC ...] [--max-seconds 60]
-                                     [--semantics generation|exact] [--out result.json]
+                                     [--semantics generation|exact] [--max-memory MIB]
+                                     [--out result.json]
 
 The sample is drawn uniformly (every schema equally likely), so the sample's total wall time
 beyond a run's fixed cost (start-up, tokenizers, workers: a run over one trivial input),
@@ -60,6 +61,8 @@ def main() -> int:
     ap.add_argument("--tokenizer", action="append", default=None)
     ap.add_argument("--max-seconds", type=float, default=60.0)
     ap.add_argument("--semantics", choices=["generation", "exact"], default="generation")
+    ap.add_argument("--max-memory", type=int, default=None, metavar="MIB",
+                    help="maskc compile --max-memory: each worker's memory cap (default: none)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     pool = schema_files()
@@ -73,6 +76,8 @@ def main() -> int:
                 "--max-seconds", str(args.max_seconds), "--semantics", args.semantics]
         for t in tokenizers:
             base += ["--tokenizer", t]
+        if args.max_memory is not None:
+            base += ["--max-memory", str(args.max_memory)]
         # the fixed cost of a run (start-up, tokenizers, workers): one trivial input
         trivial = Path(tmp) / "trivial"
         trivial.mkdir()

@@ -15,16 +15,10 @@ every artifact in the manifest.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
-import multiprocessing
 import os
-import signal
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -44,7 +38,8 @@ from maskc.artifacts.manifest import (
     update_manifest,
 )
 from maskc.cli.errors import describe, describe_internal
-from maskc.compiler.errors import ArtifactError, InputError, MaskcError
+from maskc.cli.workers import run_tasks
+from maskc.compiler.errors import ArtifactError, InputError, MaskcError, MemoryLimitExceeded, WorkerLost
 from maskc.compiler.frontends.registry import kind_for_path
 from maskc.compiler.options import DEFAULT_MAX_DEPTH, CompileOptions, Limits
 from maskc.compiler.pipeline import sharing_automata
@@ -96,6 +91,7 @@ class Settings:
     limits: Limits = Limits()
     semantics: str = "generation"
     tokenizer_sha256: str | None = None  # the parent's fingerprint: workers load its cached tables
+    max_memory_mb: int | None = None  # each compiling process's memory cap (compiles then run in workers)
 
 
 Work = tuple[Job, Settings]
@@ -343,39 +339,7 @@ def read_text(path: Path) -> tuple[Any, dict[str, Any] | None]:
         raise InputError(f"cannot read {path}: {e.strerror or e}") from e
 
 
-_PR_SET_PDEATHSIG = 1
-_WATCH_SECONDS = 0.5
 MANIFEST_ENTRY = "_manifest_entry"  # a result's manifest record, taken out by run_all
-
-
-def _watch_parent(parent: int) -> None:
-    while True:
-        time.sleep(_WATCH_SECONDS)
-        if os.getppid() != parent:
-            os._exit(1)
-
-
-def die_with_parent(parent: int) -> None:
-    """End this process when ``parent`` dies, even by SIGKILL: on Linux the kernel sends
-    SIGKILL (``PR_SET_PDEATHSIG``); everywhere a daemon thread exits once the parent
-    pid changes (the process was re-parented).
-
-    The kernel's signal follows the *thread* that started the process: ProcessPoolExecutor
-    starts spawned workers from the thread that submits (here the main thread, which
-    lives as long as the process), never from a thread that ends before the pool.
-    """
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        except (OSError, AttributeError):
-            pass
-    if os.getppid() != parent:  # the parent died before the line above took effect
-        os._exit(1)
-    threading.Thread(target=_watch_parent, args=(parent,), name="maskc-parent-watch", daemon=True).start()
-
-
-def _init_worker(parent: int) -> None:
-    die_with_parent(parent)
 
 
 def _manifest_source(job: Job, out: Path) -> str:
@@ -426,6 +390,9 @@ def _compile_into(job: Job, settings: Settings, result: Result) -> None:
         size, digest = path.stat().st_size, file_sha256(path)
     except MaskcError as e:
         result["error"] = describe(e)
+        return
+    except MemoryError:  # past --max-memory (or the system's memory): the worker then retires
+        result["error"] = describe(MemoryLimitExceeded(settings.max_memory_mb))
         return
     except Exception as e:  # noqa: BLE001  (a bug: reported per input, the batch goes on)
         result["error"] = describe_internal(e)
@@ -551,10 +518,13 @@ def _by_input(work: Sequence[Work]) -> list[list[int]]:
 def _compile_all(work: Sequence[Work], vocabs: Sequence[Vocabulary], n_workers: int,
                  started: Callable[[Job], None], finished: Callable[[Result], None]) -> list[Result]:
     """Each input's compiles run together, one tokenizer after the other (:func:`run_jobs`):
-    the inputs are what the workers share out."""
+    the inputs are what the workers share out. They run in this process when one worker
+    suffices and no memory cap is set; else in worker processes (:mod:`maskc.cli.workers`),
+    where a worker that dies fails its input alone."""
     groups = _by_input(work)
     out: list[Result | None] = [None] * len(work)
-    if n_workers <= 1 or len(groups) <= 1:
+    memory_mb = work[0][1].max_memory_mb if work else None
+    if memory_mb is None and (n_workers <= 1 or len(groups) <= 1):
         for g in groups:
             for i, r in zip(g, run_jobs(work[g[0]][0], [work[i][1] for i in g], started, finished)):
                 out[i] = r
@@ -563,15 +533,30 @@ def _compile_all(work: Sequence[Work], vocabs: Sequence[Vocabulary], n_workers: 
         cache = next((s.cache for _, s in work if s.tokenizer_sha256 == vocab.fingerprint), None)
         if cache is not None:
             TokenizerTables(cache).save(vocab)
-    ctx = multiprocessing.get_context("spawn")  # no fork: the parent may run a progress thread
-    with ProcessPoolExecutor(min(n_workers, len(groups)), mp_context=ctx,
-                             initializer=_init_worker, initargs=(os.getpid(),)) as pool:
-        # the largest sources first (the likeliest to compile longest: a long one started last
-        # would keep the others waiting)
-        groups.sort(key=lambda g: -_source_size(work[g[0]][0]))
-        futures = {pool.submit(run_jobs, work[g[0]][0], [work[i][1] for i in g]): g for g in groups}
-        for future in as_completed(futures):
-            for i, r in zip(futures[future], future.result()):
-                out[i] = r
-                finished(r)
+    # the largest sources first (the likeliest to compile longest: a long one started last
+    # would keep the others waiting)
+    groups.sort(key=lambda g: -_source_size(work[g[0]][0]))
+    tasks = [(work[g[0]][0], [work[i][1] for i in g]) for g in groups]
+
+    def lost(k: int, how: str) -> list[Result]:
+        job, settings = tasks[k]
+        results = [_result(job, s) for s in settings]
+        for r in results:
+            r["error"] = describe(WorkerLost(job.label, how))
+        return results
+
+    def done(k: int, results: list[Result]) -> None:
+        for i, r in zip(groups[k], results):
+            out[i] = r
+            finished(r)
+
+    run_tasks(tasks, max(1, min(n_workers, len(groups))), _work, lost, done, memory_mb=memory_mb)
     return [r for r in out if r is not None]
+
+
+def _work(job: Job, settings: Sequence[Settings]) -> tuple[list[Result], bool]:
+    """A worker's task: :func:`run_jobs`, and whether the worker should retire after it (it
+    ran out of memory: a fresh process takes the next input)."""
+    results = run_jobs(job, settings)
+    retire = any(r["error"] is not None and r["error"]["type"] == MemoryLimitExceeded.__name__ for r in results)
+    return results, retire

@@ -31,6 +31,7 @@ from maskc.compiler.errors import (
     InputError,
     LimitExceeded,
     MaskcError,
+    WorkerLost,
     NonTerminating,
     RegexSyntaxError,
     UnsupportedRegex,
@@ -97,6 +98,7 @@ ERROR_TABLE: tuple[tuple[type[MaskcError], ErrorRule], ...] = (
      ErrorRule(EXIT_FAILED, "the tokenizer has no tokens for what the grammar requires: "
                "check the --tokenizer, or allow outputs its tokens can spell")),
     (LimitExceeded, ErrorRule(EXIT_FAILED)),
+    (WorkerLost, ErrorRule(EXIT_FAILED)),
     (MaskcError, ErrorRule(EXIT_INPUT)),
 )
 

@@ -23,6 +23,7 @@ __all__ = [
     "JsonOpt",
     "LenientOpt",
     "MaxDepthOpt",
+    "MaxMemoryOpt",
     "MaxSecondsOpt",
     "MaxStatesOpt",
     "NoCacheOpt",
@@ -144,6 +145,14 @@ MaxSecondsOpt = Annotated[
     typer.Option("--max-seconds", metavar="S", callback=_check_seconds,
                  help="Compile limit: seconds per input. Recorded in the artifact.",
                  rich_help_panel="Limits"),
+]
+MaxMemoryOpt = Annotated[
+    int | None,
+    typer.Option("--max-memory", metavar="MIB", min=64,
+                 help="Compile limit: memory of each compiling process in MiB (its tokenizer tables "
+                      "included). Compiles then run in worker processes; an input past it fails with "
+                      "exit 1 and the others go on. Enforced on Linux. [default: none]",
+                 show_default=False, rich_help_panel="Limits"),
 ]
 
 def parse_shard(value: str) -> tuple[int, int]:

@@ -20,6 +20,8 @@ __all__ = [
     "NonTerminating",
     "UnspellableGrammar",
     "LimitExceeded",
+    "MemoryLimitExceeded",
+    "WorkerLost",
     "StateLimitExceeded",
     "TimeLimitExceeded",
     "SizeLimitExceeded",
@@ -195,6 +197,37 @@ class SizeLimitExceeded(LimitExceeded):
     """The artifact would be larger than ``max_artifact_bytes``."""
 
     raise_with = "Limits.max_artifact_bytes"
+
+
+class MemoryLimitExceeded(LimitExceeded):
+    """The compile needed more memory than its process may use (``--max-memory``), or than the
+    system had (``limit_mb`` None)."""
+
+    raise_with = "--max-memory"
+
+    def __init__(self, limit_mb: int | None) -> None:
+        simplify = "simplify the schema (smaller maxLength/maxItems, fewer alternatives)"
+        if limit_mb is None:
+            MaskcError.__init__(self, "the compile ran out of memory",
+                                hint=f"{simplify}, or compile it on a machine with more memory")
+        else:
+            MaskcError.__init__(self, f"the compile needs more memory than its limit of {limit_mb} MiB",
+                                hint=f"{simplify}, or raise {self.raise_with}")
+        self.limit = float("inf") if limit_mb is None else float(limit_mb)
+        self.got = None
+        self.pointer = None
+
+
+class WorkerLost(MaskcError):
+    """The worker process compiling an input ended without a result (killed, crashed)."""
+
+    def __init__(self, label: str, how: str) -> None:
+        oom = " (a SIGKILL is most often the system's out-of-memory killer)" if "SIGKILL" in how else ""
+        super().__init__(
+            f"the process compiling {label} ended without a result: {how}{oom}",
+            hint="compile with --max-memory MIB so that an input which needs too much memory fails "
+            "cleanly, or compile this input alone on a machine with more memory")
+        self.how = how
 
 
 class TokenizerError(MaskcError):

@@ -26,6 +26,7 @@ from maskc.cli.options import (
     JsonOpt,
     LenientOpt,
     MaxDepthOpt,
+    MaxMemoryOpt,
     MaxSecondsOpt,
     MaxStatesOpt,
     NoCacheOpt,
@@ -39,6 +40,7 @@ from maskc.cli.options import (
     resolve_format,
 )
 from maskc.cli.output import Output
+from maskc.cli.workers import MEMORY_LIMIT_ENFORCED
 from maskc.compiler.errors import InputError
 from maskc.compiler.options import DEFAULT_MAX_DEPTH, Limits
 
@@ -55,6 +57,7 @@ EPILOG = """\
   maskc compile --choice labels.json
   maskc compile grammar.gbnf --max-depth 16
   maskc compile big.json --max-states 1000000 --max-seconds 900
+  maskc compile schemas/ --jobs 2 --max-memory 4096
 """
 
 
@@ -101,6 +104,7 @@ def compile_command(
     max_depth: MaxDepthOpt = DEFAULT_MAX_DEPTH,
     max_states: MaxStatesOpt = Limits().max_states,
     max_seconds: MaxSecondsOpt = Limits().max_seconds,
+    max_memory: MaxMemoryOpt = None,
     eos: EosOpt = None,
     vocab_size: VocabSizeOpt = None,
     no_cache: NoCacheOpt = False,
@@ -123,7 +127,9 @@ def compile_command(
     jobs_list, skipped = batch.collect_jobs(paths, kind)
     base = batch.Settings(DEFAULT_TOKENIZER, _eos(eos), vocab_size, whitespace, lenient,
                           None if no_cache else str(ArtifactCache().root), str(out_dir), max_depth,
-                          Limits.scaled(max_states, max_seconds), semantics)
+                          Limits.scaled(max_states, max_seconds), semantics, max_memory_mb=max_memory)
+    if max_memory is not None and not MEMORY_LIMIT_ENFORCED:
+        out.warn("--max-memory is enforced on Linux only: compiling without a memory limit")
     tokenizers, same = batch.load_tokenizers(base, tokenizer or [DEFAULT_TOKENIZER])
     for spec, first in same:
         out.warn(f"--tokenizer {spec} is the same tokenizer as {first}; compiled once")

@@ -134,6 +134,40 @@ def test_killing_the_parent_ends_its_workers(tmp_path: Path, vocab: Path) -> Non
         maskc.load_artifact(out / name)
 
 
+def test_a_killed_worker_fails_its_input_alone_and_the_batch_is_kept(tmp_path: Path, vocab: Path) -> None:
+    """What the system's out-of-memory killer does to a worker: that input fails, clearly;
+    the others compile on a fresh worker, and the manifest records them."""
+    paths = write_schemas(tmp_path / "schemas", 12)
+    out = tmp_path / "out"
+    parent = subprocess.Popen(maskc_cmd(tmp_path / "schemas", "-t", vocab, "-o", out, "-j", "2", "--no-cache"),
+                              env=environment(tmp_path / "cache"), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    try:
+        wait_for("two pool workers", lambda: sum(map(is_worker, children(parent.pid))) == 2)
+        wait_for("a first artifact", lambda: bool(artifacts(out)))
+        for pid in [p for p in children(parent.pid) if is_worker(p)]:
+            os.kill(pid, signal.SIGKILL)
+        stdout, stderr = parent.communicate(timeout=DEADLINE)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+    assert parent.returncode == 1, stderr.decode()[-2000:]
+    doc = json.loads(stdout)
+    failed = [r for r in doc["results"] if not r["ok"]]
+    assert 1 <= len(failed) <= 2  # whichever of the two was busy
+    for r in failed:
+        assert r["error"]["type"] == "WorkerLost"
+        assert "killed by SIGKILL" in r["error"]["message"] and r["path"] in r["error"]["message"]
+    assert doc["summary"] == {"compiled": 12 - len(failed), "failed": len(failed)}
+    assert sorted(r["path"] for r in doc["results"]) == sorted(map(str, paths))
+    entries = read_manifest(out)
+    assert sorted(Path(e["source"]).name for e in entries) == sorted(Path(r["path"]).name for r in doc["results"]
+                                                                     if r["ok"])
+    for name in artifacts(out):
+        maskc.load_artifact(out / name)
+
+
 def test_concurrent_and_killed_compiles_leave_only_whole_files(tmp_path: Path, vocab: Path) -> None:
     out, cache = tmp_path / "out", tmp_path / "cache"
     env = environment(cache)
