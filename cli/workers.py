@@ -101,6 +101,7 @@ def _serve(conn: Connection, parent: int, memory_mb: int | None, work: Callable[
     """A worker: run ``work(*task)`` for each task the parent sends, send back its result;
     leave after a result that asks for a fresh process (``work`` returns ``(result, retire)``)."""
     die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the parent's to handle: it ends the workers
     if memory_mb is not None:
         limit_memory(memory_mb)
     while True:
