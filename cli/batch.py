@@ -438,12 +438,49 @@ def _recorded(out: str) -> dict[tuple[str, str], dict[str, Any]]:
     return {(str(e.get("source")), e["source_key"]): e for e in entries if isinstance(e.get("source_key"), str)}
 
 
+MANIFEST_FLUSH_SECONDS = 10.0
+"""How often a running batch writes what it finished to the manifests (and once at its end)."""
+
+
+class _ManifestWriter:
+    """The manifest entries of finished compiles, merged into their folders' manifests every
+    :data:`MANIFEST_FLUSH_SECONDS` while the batch runs and at its end: a batch that is killed
+    or interrupted (a CI time limit, Ctrl-C) keeps the record of most of what it finished, and
+    its next run reuses those artifacts."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, list[dict[str, Any]]] = {}
+        self._last = time.monotonic()
+
+    def add(self, result: Result, folder: str) -> None:
+        entry: dict[str, Any] | None = result.pop(MANIFEST_ENTRY, None)
+        if entry is None:
+            return
+        self._pending.setdefault(folder, []).append(entry)
+        if time.monotonic() - self._last >= MANIFEST_FLUSH_SECONDS:
+            self.flush(strict=False)
+
+    def flush(self, *, strict: bool = True) -> None:
+        """Write the pending entries. ``strict``: raise when a manifest cannot be written
+        (else its entries wait for the next flush)."""
+        self._last = time.monotonic()
+        for folder in list(self._pending):
+            try:
+                update_manifest(folder, self._pending[folder])
+            except ArtifactError:
+                if strict:
+                    raise
+                continue
+            del self._pending[folder]
+
+
 def run_all(work: Sequence[Work], vocabs: Sequence[Vocabulary], n_workers: int,
             started: Callable[[Job], None], finished: Callable[[Result], None]) -> list[Result]:
     """Results in ``work`` order. An artifact the output folder still holds is reused (see
-    :func:`source_key`); the rest compile, in a process pool when ``n_workers > 1``
-    (spawned workers that die with this process). Every artifact is then recorded in the
-    output folder's ``manifest.json``.
+    :func:`source_key`); the rest compile, in worker processes when ``n_workers > 1`` or a
+    memory cap is set (spawned workers that die with this process). Every artifact is
+    recorded in the output folder's ``manifest.json``, while the batch runs (every
+    :data:`MANIFEST_FLUSH_SECONDS`) and at its end.
 
     Args:
         work: the compiles; each one's settings carry its tokenizer's fingerprint.
@@ -458,6 +495,13 @@ def run_all(work: Sequence[Work], vocabs: Sequence[Vocabulary], n_workers: int,
             _vocabs[_tokenizer_id(s)] = by_fingerprint[s.tokenizer_sha256]
     results: list[Result | None] = [None] * len(work)
     recorded = {out: _recorded(out) for out in {s.out for _, s in work}}
+    writer = _ManifestWriter()
+
+    def record(r: Result) -> None:
+        if r["ok"] and r["artifact"] is not None:
+            writer.add(r, str(Path(r["artifact"]).parent))
+        finished(r)
+
     todo: list[int] = []
     for i, (job, s) in enumerate(work):
         reused = _reused(job, s, recorded[s.out])
@@ -466,20 +510,15 @@ def run_all(work: Sequence[Work], vocabs: Sequence[Vocabulary], n_workers: int,
             continue
         started(job)
         results[i] = reused
-        finished(reused)
-    for i, compiled in zip(todo, _compile_all([work[i] for i in todo], vocabs, n_workers, started, finished)):
+        record(reused)
+    for i, compiled in zip(todo, _compile_all([work[i] for i in todo], vocabs, n_workers, started, record)):
         results[i] = compiled
     done: list[Result] = []
-    by_out: dict[str, list[dict[str, Any]]] = {}
     for (_, s), r in zip(work, results):
-        if r is None:
-            continue
-        done.append(r)
-        entry: dict[str, Any] | None = r.pop(MANIFEST_ENTRY, None)
-        if entry is not None:
-            by_out.setdefault(s.out, []).append(entry)
-    for out, entries in by_out.items():
-        update_manifest(out, entries)
+        if r is not None:
+            writer.add(r, s.out)  # (none left: each went through record)
+            done.append(r)
+    writer.flush()
     return done
 
 
