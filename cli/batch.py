@@ -39,7 +39,8 @@ from maskc.artifacts.manifest import (
 )
 from maskc.cli.errors import describe, describe_internal
 from maskc.cli.workers import run_tasks
-from maskc.compiler.errors import ArtifactError, InputError, MaskcError, MemoryLimitExceeded, WorkerLost
+from maskc.compiler.errors import (ArtifactError, InputError, MaskcError, MemoryLimitExceeded, TimeLimitExceeded,
+                                  WorkerLost)
 from maskc.compiler.frontends.registry import kind_for_path
 from maskc.compiler.options import DEFAULT_MAX_DEPTH, CompileOptions, Limits
 from maskc.compiler.pipeline import sharing_automata
@@ -577,11 +578,18 @@ def _compile_all(work: Sequence[Work], vocabs: Sequence[Vocabulary], n_workers: 
     groups.sort(key=lambda g: -_source_size(work[g[0]][0]))
     tasks = [(work[g[0]][0], [work[i][1] for i in g]) for g in groups]
 
-    def lost(k: int, how: str) -> list[Result]:
+    def lost(k: int, how: str, overdue: bool) -> list[Result]:
         job, settings = tasks[k]
         results = [_result(job, s) for s in settings]
-        for r in results:
-            r["error"] = describe(WorkerLost(job.label, how))
+        for s, r in zip(settings, results):
+            if overdue:
+                r["error"] = describe(TimeLimitExceeded(
+                    f"the compile of {job.label}, still running after {_hard_seconds(settings):g} s,",
+                    limit=s.limits.max_seconds,
+                    hint="its worker was stopped: this compile did not stop at its limit by itself "
+                    "(rerun with MASKC_DEBUG=1 and report it with the input if it persists)"))
+            else:
+                r["error"] = describe(WorkerLost(job.label, how))
         return results
 
     def done(k: int, results: list[Result]) -> None:
@@ -589,8 +597,21 @@ def _compile_all(work: Sequence[Work], vocabs: Sequence[Vocabulary], n_workers: 
             out[i] = r
             finished(r)
 
-    run_tasks(tasks, max(1, min(n_workers, len(groups))), _work, lost, done, memory_mb=memory_mb)
+    run_tasks(tasks, max(1, min(n_workers, len(groups))), _work, lost, done, memory_mb=memory_mb,
+              seconds=[_hard_seconds(settings) for _, settings in tasks])
     return [r for r in out if r is not None]
+
+
+OVERRUN_FACTOR = 1.5
+OVERRUN_GRACE = 10.0
+"""A worker still compiling an input ``OVERRUN_FACTOR`` times its compiles' ``--max-seconds``
+(summed over its tokenizers) plus ``OVERRUN_GRACE`` seconds after it took it is stopped: a
+compile checks its time limit as it goes and stops within it, so one still running then
+never would (a backstop: the input fails with ``TimeLimitExceeded``, the batch goes on)."""
+
+
+def _hard_seconds(settings: Sequence[Settings]) -> float:
+    return OVERRUN_FACTOR * sum(s.limits.max_seconds for s in settings) + OVERRUN_GRACE
 
 
 def _work(job: Job, settings: Sequence[Settings]) -> tuple[list[Result], bool]:

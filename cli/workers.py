@@ -14,6 +14,7 @@ Workers are spawned (no fork: the parent may run a progress thread) and end with
 from __future__ import annotations
 
 import ctypes
+import math
 import multiprocessing
 import os
 import signal
@@ -138,22 +139,23 @@ class _Worker:
 
 
 def run_tasks(tasks: Sequence[Task], workers: int, work: Callable[..., tuple[Any, bool]],
-              lost: Callable[[int, str], Any], done: Callable[[int, Any], None], *,
-              memory_mb: int | None = None) -> None:
+              lost: Callable[[int, str, bool], Any], done: Callable[[int, Any], None], *,
+              memory_mb: int | None = None, seconds: Sequence[float | None] | None = None) -> None:
     """Run ``work(*tasks[i])`` for every ``i`` on up to ``workers`` spawned processes, in order
     of ``tasks``, calling ``done(i, result)`` as each ends (in the calling thread).
 
     ``work`` is a module-level function returning ``(result, retire)``; ``retire`` ends the
     worker after this task (a fresh one takes the next). A worker that dies while it holds
-    task ``i`` gives ``done(i, lost(i, how))``, where ``how`` says how the process ended; the
-    other tasks go on, on fresh workers. ``memory_mb`` caps each worker's memory
-    (:func:`limit_memory`).
+    task ``i`` gives ``done(i, lost(i, how, False))``, where ``how`` says how the process
+    ended; one still running ``seconds[i]`` after it was handed task ``i`` is killed, and
+    gives ``done(i, lost(i, how, True))``. The other tasks go on, on fresh workers.
+    ``memory_mb`` caps each worker's memory (:func:`limit_memory`).
     """
     ctx = multiprocessing.get_context("spawn")
     parent = os.getpid()
     pending = deque(range(len(tasks)))
     idle: list[_Worker] = []
-    busy: dict[_Worker, int] = {}
+    busy: dict[_Worker, tuple[int, float]] = {}  # worker -> (task, when it must be done)
     try:
         while pending or busy:
             while pending and len(busy) < workers:
@@ -168,7 +170,8 @@ def run_tasks(tasks: Sequence[Task], workers: int, work: Callable[..., tuple[Any
                     pending.appendleft(i)
                     w.stop()
                     continue
-                busy[w] = i
+                limit = seconds[i] if seconds is not None else None
+                busy[w] = (i, time.monotonic() + limit if limit is not None else math.inf)
             _settle(busy, idle, lost, done)
     finally:
         for w in [*idle, *busy]:
@@ -177,14 +180,16 @@ def run_tasks(tasks: Sequence[Task], workers: int, work: Callable[..., tuple[Any
             w.stop()
 
 
-def _settle(busy: dict[_Worker, int], idle: list[_Worker], lost: Callable[[int, str], Any],
+def _settle(busy: dict[_Worker, tuple[int, float]], idle: list[_Worker], lost: Callable[[int, str, bool], Any],
             done: Callable[[int, Any], None]) -> None:
-    """Wait until a busy worker answers or dies; account for every one that did."""
+    """Wait until a busy worker answers, dies or runs out of time; account for every one that did."""
     waitables: list[Any] = [w.conn for w in busy]
     waitables += [w.process.sentinel for w in busy]
-    wait(waitables)
+    due = min(d for _, d in busy.values())
+    wait(waitables, timeout=None if due == math.inf else max(0.0, due - time.monotonic()))
+    now = time.monotonic()
     for w in list(busy):
-        i = busy[w]
+        i, deadline = busy[w]
         gone = False
         reply: tuple[Any, bool] | None = None
         try:
@@ -205,4 +210,10 @@ def _settle(busy: dict[_Worker, int], idle: list[_Worker], lost: Callable[[int, 
             w.process.join(_JOIN_SECONDS)
             how = process_end(w.process.exitcode)
             w.stop()
-            done(i, lost(i, how))
+            done(i, lost(i, how, False))
+        elif now >= deadline:
+            del busy[w]
+            w.process.kill()
+            w.process.join(_JOIN_SECONDS)
+            w.stop()
+            done(i, lost(i, "still running past its time: stopped", True))

@@ -21,19 +21,21 @@ from tests.cli.workers_fake import work
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run(tasks: list[tuple[str, str]], workers: int) -> tuple[dict[int, Any], list[tuple[int, str]]]:
+def run(tasks: list[tuple[str, str]], workers: int,
+        seconds: list[float | None] | None = None) -> tuple[dict[int, Any], list[tuple[int, str]]]:
     results: dict[int, Any] = {}
     lost: list[tuple[int, str]] = []
 
-    def on_lost(i: int, how: str) -> str:
+    def on_lost(i: int, how: str, overdue: bool) -> str:
         lost.append((i, how))
+        assert overdue == (tasks[i][1] == "hang")
         return f"lost: {how}"
 
     def done(i: int, result: Any) -> None:
         assert i not in results, "a task answered twice"
         results[i] = result
 
-    run_tasks(tasks, workers, work, on_lost, done)
+    run_tasks(tasks, workers, work, on_lost, done, seconds=seconds)
     return results, lost
 
 
@@ -64,6 +66,14 @@ def test_two_workers_share_the_tasks_and_deaths_stay_apart() -> None:
     assert sorted(results) == list(range(9))
     assert sorted(i for i, _ in lost) == [2, 5]
     assert all(results[i][0] == str(i) for i in range(9) if i not in (2, 5))
+
+
+def test_a_worker_still_running_past_its_time_is_stopped_and_the_rest_goes_on() -> None:
+    tasks = [("a", "ok"), ("b", "hang"), ("c", "ok"), ("d", "hang"), ("e", "ok")]
+    results, lost = run(tasks, workers=2, seconds=[30.0, 0.5, 30.0, 0.5, None])
+    assert sorted(results) == [0, 1, 2, 3, 4]
+    assert lost == [(1, "still running past its time: stopped"), (3, "still running past its time: stopped")]
+    assert [results[i][0] for i in (0, 2, 4)] == ["a", "c", "e"]
 
 
 def test_process_end_in_words() -> None:
@@ -107,3 +117,38 @@ def test_errors_of_lost_workers_and_memory_say_what_to_do() -> None:
     assert "out-of-memory" not in WorkerLost("x", "exit status 1").message
     m = MemoryLimitExceeded(4096)
     assert m.limit == 4096.0 and "4096 MiB" in m.message
+
+
+def test_a_compile_still_running_past_its_hard_limit_fails_with_the_time_limit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.cli.test_batch_manifest import setup
+
+    work_, vocabs, out = setup(tmp_path, 2)
+    calls: list[int] = []
+
+    def hard(settings: Any) -> float:  # (the parent's: it sets the deadlines) the first input's is short
+        calls.append(len(settings))
+        return 0.2 if len(calls) == 1 else 120.0
+
+    monkeypatch.setattr(batch, "_hard_seconds", hard)
+    results = batch.run_all(work_, vocabs, 2, started=lambda job: None, finished=lambda r: None)
+    by_name = {Path(r["path"]).name: r for r in results}
+    stopped = [r for r in results if not r["ok"]]
+    assert len(stopped) == 1 and len(by_name) == 2
+    err = stopped[0]["error"]
+    assert err["type"] == "TimeLimitExceeded"
+    assert "still running after" in err["message"] and "exceeds the limit of 300" in err["message"]
+    assert "worker was stopped" in err["hint"]
+    ok = [r for r in results if r["ok"]]
+    assert len(ok) == 1
+    from maskc.artifacts.manifest import read_manifest
+    assert [Path(e["source"]).name for e in read_manifest(out)] == [Path(ok[0]["path"]).name]
+
+
+def test_the_hard_limit_covers_every_tokenizer_of_an_input_with_room_to_spare() -> None:
+    from maskc.compiler.options import Limits
+
+    s = batch.Settings("deepseek", None, None, "compact", False, None, "out", limits=Limits.scaled(None, 60.0))
+    assert batch._hard_seconds([s]) == batch.OVERRUN_FACTOR * 60.0 + batch.OVERRUN_GRACE
+    assert batch._hard_seconds([s, s]) == batch.OVERRUN_FACTOR * 120.0 + batch.OVERRUN_GRACE
+    assert batch._hard_seconds([s]) > 60.0

@@ -2,7 +2,7 @@
 
 A task is ``(name, action)``: ``ok`` answers ``(name, pid)``; ``die`` kills its own process
 with SIGKILL (what the system's out-of-memory killer does); ``exit`` leaves with status 7;
-``retire`` answers and asks for a fresh process.
+``retire`` answers and asks for a fresh process; ``hang`` sleeps for an hour.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 
 
 def work(name: str, action: str) -> tuple[tuple[str, int], bool]:
@@ -19,6 +20,8 @@ def work(name: str, action: str) -> tuple[tuple[str, int], bool]:
         os.kill(os.getpid(), signal.SIGKILL)
     if action == "exit":
         os._exit(7)
+    if action == "hang":
+        time.sleep(3600)
     return (name, os.getpid()), action == "retire"
 
 
