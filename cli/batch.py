@@ -445,9 +445,9 @@ MANIFEST_FLUSH_SECONDS = 10.0
 
 class _ManifestWriter:
     """The manifest entries of finished compiles, merged into their folders' manifests every
-    :data:`MANIFEST_FLUSH_SECONDS` while the batch runs and at its end: a batch that is killed
-    or interrupted (a CI time limit, Ctrl-C) keeps the record of most of what it finished, and
-    its next run reuses those artifacts."""
+    :data:`MANIFEST_FLUSH_SECONDS` while the batch runs, at its end, and when it is
+    interrupted: a batch stopped by Ctrl-C or a CI's cancel keeps the record of what it
+    finished, one killed outright most of it, and its next run reuses those artifacts."""
 
     def __init__(self) -> None:
         self._pending: dict[str, list[dict[str, Any]]] = {}
@@ -504,16 +504,20 @@ def run_all(work: Sequence[Work], vocabs: Sequence[Vocabulary], n_workers: int,
         finished(r)
 
     todo: list[int] = []
-    for i, (job, s) in enumerate(work):
-        reused = _reused(job, s, recorded[s.out])
-        if reused is None:
-            todo.append(i)
-            continue
-        started(job)
-        results[i] = reused
-        record(reused)
-    for i, compiled in zip(todo, _compile_all([work[i] for i in todo], vocabs, n_workers, started, record)):
-        results[i] = compiled
+    try:
+        for i, (job, s) in enumerate(work):
+            reused = _reused(job, s, recorded[s.out])
+            if reused is None:
+                todo.append(i)
+                continue
+            started(job)
+            results[i] = reused
+            record(reused)
+        for i, compiled in zip(todo, _compile_all([work[i] for i in todo], vocabs, n_workers, started, record)):
+            results[i] = compiled
+    except BaseException:  # interrupted (Ctrl-C, a CI's cancel): what finished stays on the record
+        writer.flush(strict=False)
+        raise
     done: list[Result] = []
     for (_, s), r in zip(work, results):
         if r is not None:

@@ -13,6 +13,7 @@ Workers are spawned (no fork: the parent may run a progress thread) and end with
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import math
 import multiprocessing
@@ -22,12 +23,13 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-__all__ = ["MEMORY_LIMIT_ENFORCED", "Task", "die_with_parent", "limit_memory", "process_end", "run_tasks"]
+__all__ = ["MEMORY_LIMIT_ENFORCED", "Task", "die_with_parent", "limit_memory", "process_end", "run_tasks",
+           "terminate_as_interrupt"]
 
 Task = tuple[Any, ...]
 """The arguments of one call of the work function (picklable)."""
@@ -66,6 +68,25 @@ def die_with_parent(parent: int) -> None:
     if os.getppid() != parent:  # the parent died before the line above took effect
         os._exit(1)
     threading.Thread(target=_watch_parent, args=(parent,), name="maskc-parent-watch", daemon=True).start()
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM (what a CI sends to cancel a job) stops this process as
+    Ctrl-C does, by ``KeyboardInterrupt`` in the main thread, so cleanup code runs. A no-op
+    off the main thread or where there is no SIGTERM."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGTERM"):
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def limit_memory(megabytes: int) -> bool:

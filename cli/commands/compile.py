@@ -40,7 +40,7 @@ from maskc.cli.options import (
     resolve_format,
 )
 from maskc.cli.output import Output
-from maskc.cli.workers import MEMORY_LIMIT_ENFORCED
+from maskc.cli.workers import MEMORY_LIMIT_ENFORCED, terminate_as_interrupt
 from maskc.compiler.errors import InputError
 from maskc.compiler.options import DEFAULT_MAX_DEPTH, Limits
 
@@ -142,7 +142,7 @@ def compile_command(
         raise InputError(f"cannot create output directory {out_dir}: {e.strerror or e}") from e
     for path in skipped:
         out.warn(f"skipped {path}: not a JSON Schema")
-    with out.progress(len(work), "compiling") as bar:
+    with terminate_as_interrupt(), out.progress(len(work), "compiling") as bar:
         results = batch.run_all(work, [v for v, _ in tokenizers], jobs,
                                 started=lambda job: bar.working_on(job.stem),
                                 finished=lambda _: bar.advance())

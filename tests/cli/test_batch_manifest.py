@@ -93,3 +93,18 @@ def test_a_manifest_that_cannot_be_written_at_the_end_is_an_error(tmp_path: Path
     monkeypatch.setattr(batch, "update_manifest", broken)
     with pytest.raises(ArtifactError, match="No space left"):
         batch.run_all(work, vocabs, 1, started=lambda job: None, finished=lambda r: None)
+
+
+def test_an_interrupted_batch_records_what_it_finished(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    work, vocabs, out = setup(tmp_path, 4)
+    monkeypatch.setattr(batch, "MANIFEST_FLUSH_SECONDS", 3600.0)
+    finished: list[str] = []
+
+    def interrupt_after_two(r: dict[str, Any]) -> None:
+        finished.append(Path(r["path"]).name)
+        if len(finished) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        batch.run_all(work, vocabs, 1, started=lambda job: None, finished=interrupt_after_two)
+    assert recorded(out) == sorted(finished) == ["s0.json", "s1.json"]

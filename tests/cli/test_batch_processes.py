@@ -168,6 +168,35 @@ def test_a_killed_worker_fails_its_input_alone_and_the_batch_is_kept(tmp_path: P
         maskc.load_artifact(out / name)
 
 
+def test_a_cancelled_batch_records_what_it_finished(tmp_path: Path, vocab: Path) -> None:
+    """SIGTERM (a CI's cancel) stops ``maskc compile`` as Ctrl-C does: its workers end, and
+    the manifest records the artifacts whose compiles had finished."""
+    write_schemas(tmp_path / "schemas", 12)
+    out = tmp_path / "out"
+    parent = subprocess.Popen(maskc_cmd(tmp_path / "schemas", "-t", vocab, "-o", out, "-j", "2", "--no-cache"),
+                              env=environment(tmp_path / "cache"), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)
+    try:
+        wait_for("two pool workers", lambda: sum(map(is_worker, children(parent.pid))) == 2)
+        procs = children(parent.pid)
+        wait_for("two artifacts", lambda: len(artifacts(out)) >= 2)
+        time.sleep(0.5)  # (their results reach the parent)
+        parent.send_signal(signal.SIGTERM)
+        _, stderr = parent.communicate(timeout=DEADLINE)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+    assert parent.returncode not in (0, -signal.SIGTERM), stderr.decode()[-2000:]  # it handled the signal
+    assert b"Traceback" not in stderr
+    wait_for("the workers to end", lambda: not any(alive(p) for p in procs))
+    entries = read_manifest(out)
+    assert len(entries) >= 2
+    assert {e["artifact"] for e in entries} <= artifacts(out)
+    for e in entries:
+        maskc.load_artifact(out / e["artifact"])
+
+
 def test_concurrent_and_killed_compiles_leave_only_whole_files(tmp_path: Path, vocab: Path) -> None:
     out, cache = tmp_path / "out", tmp_path / "cache"
     env = environment(cache)
