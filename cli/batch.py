@@ -389,10 +389,13 @@ def _compile_into(job: Job, settings: Settings, result: Result) -> None:
         name = artifact_file_name(job.stem, art)
         path = art.save(Path(settings.out) / name)
         size, digest = path.stat().st_size, file_sha256(path)
+    except MemoryLimitExceeded as e:  # past --max-memory (or the system's memory): the worker then retires
+        result["error"] = describe(e.with_limit(settings.max_memory_mb))
+        return
     except MaskcError as e:
         result["error"] = describe(e)
         return
-    except MemoryError:  # past --max-memory (or the system's memory): the worker then retires
+    except MemoryError:  # (outside the compile: writing the artifact)
         result["error"] = describe(MemoryLimitExceeded(settings.max_memory_mb))
         return
     except Exception as e:  # noqa: BLE001  (a bug: reported per input, the batch goes on)

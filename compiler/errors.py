@@ -201,21 +201,27 @@ class SizeLimitExceeded(LimitExceeded):
 
 class MemoryLimitExceeded(LimitExceeded):
     """The compile needed more memory than its process may use (``--max-memory``), or than the
-    system had (``limit_mb`` None)."""
+    system had (``limit_mb`` None). ``shared``: the automaton an input's tokenizers share ran
+    out of memory in the compile for the previous tokenizer and was not built again."""
 
     raise_with = "--max-memory"
 
-    def __init__(self, limit_mb: int | None) -> None:
+    def __init__(self, limit_mb: int | None, *, shared: bool = False) -> None:
         simplify = "simplify the schema (smaller maxLength/maxItems, fewer alternatives)"
-        if limit_mb is None:
-            MaskcError.__init__(self, "the compile ran out of memory",
-                                hint=f"{simplify}, or compile it on a machine with more memory")
-        else:
-            MaskcError.__init__(self, f"the compile needs more memory than its limit of {limit_mb} MiB",
-                                hint=f"{simplify}, or raise {self.raise_with}")
+        more = f"raise {self.raise_with}" if limit_mb is not None else "compile it on a machine with more memory"
+        again = ("this input's automaton, which its tokenizers share, ran out of memory in the compile for the "
+                 "previous tokenizer and is not built again; ") if shared else ""
+        message = ("the compile ran out of memory" if limit_mb is None
+                   else f"the compile needs more memory than its limit of {limit_mb} MiB")
+        MaskcError.__init__(self, message, hint=f"{again}{simplify}, or {more}")
         self.limit = float("inf") if limit_mb is None else float(limit_mb)
         self.got = None
         self.pointer = None
+        self.shared = shared
+
+    def with_limit(self, limit_mb: int | None) -> MemoryLimitExceeded:
+        """The same error, saying which cap the process had."""
+        return MemoryLimitExceeded(limit_mb, shared=self.shared)
 
 
 class WorkerLost(MaskcError):

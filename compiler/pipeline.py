@@ -27,7 +27,8 @@ from maskc.compiler.pda import Pda, build_pda
 from maskc.compiler.rules import ResolvedRules, resolve_rules
 from maskc.compiler.counters import finish, with_exits
 from maskc.compiler.dfa import CounterConflict, Dfa, compress_classes, coreachable, determinize, determinize_counted, prune
-from maskc.compiler.errors import MaskcError, NonTerminating, SchemaError, StateLimitExceeded, TimeLimitExceeded
+from maskc.compiler.errors import (MaskcError, MemoryLimitExceeded, NonTerminating, SchemaError, StateLimitExceeded,
+                                  TimeLimitExceeded)
 from maskc.compiler.frontends.registry import frontend, grammar_sha256
 from maskc.compiler.ir import Grammar, Node
 from maskc.compiler.maskstore import MaskStore, MaskStoreBuilder
@@ -291,6 +292,16 @@ def _shared_time_out(limit: float) -> TimeLimitExceeded:
              "alternatives) or raise --max-seconds (Limits.max_seconds)")
 
 
+def _shared_failure(error: MaskcError, limit: float) -> MaskcError:
+    """What a compile raises whose shared automaton failed in the previous compile of the
+    same input: the same error, a time-out or memory exhaustion saying it was not run again."""
+    if isinstance(error, TimeLimitExceeded):
+        return _shared_time_out(limit)
+    if isinstance(error, MemoryLimitExceeded):
+        return MemoryLimitExceeded(None, shared=True)
+    return error
+
+
 def _regular_dfa(node: Node, options: CompileOptions, t: dict[str, float], deadline: float, table: TokenTable,
                  shared: _Shared | None) -> Dfa:
     """:func:`grammar_dfa` for ``table``'s vocabulary, or the shared one where the previous
@@ -300,15 +311,16 @@ def _regular_dfa(node: Node, options: CompileOptions, t: dict[str, float], deadl
         if shared is not None and shared.dfa is not None and shared.horizon_asked is not None \
                 and same_horizon_answers(shared.horizon_asked, horizon):
             t["shared_automaton"] = 1.0
-            if isinstance(shared.dfa, TimeLimitExceeded):
-                raise _shared_time_out(options.limits.max_seconds)
             if isinstance(shared.dfa, MaskcError):
-                raise shared.dfa
+                raise _shared_failure(shared.dfa, options.limits.max_seconds)
             return shared.dfa
         asked: list[HorizonQuestion] = []
         try:
-            with recording_horizon(asked):
-                dfa = grammar_dfa(node, options, t, deadline=deadline, horizon=horizon)
+            try:
+                with recording_horizon(asked):
+                    dfa = grammar_dfa(node, options, t, deadline=deadline, horizon=horizon)
+            except MemoryError:
+                raise MemoryLimitExceeded(None) from None
         except MaskcError as e:  # (a time-out too: the questions so far lead to the same work)
             if shared is not None:
                 shared.horizon_asked, shared.dfa = asked, e
@@ -356,14 +368,15 @@ def compile_grammar(
     try:
         pda = shared.pda if shared is not None else None
         if shared is not None and shared.refused is not None:
-            if isinstance(shared.refused, TimeLimitExceeded):
-                raise _shared_time_out(options.limits.max_seconds)
-            raise shared.refused
+            raise _shared_failure(shared.refused, options.limits.max_seconds)
         if pda is not None:
             t["shared_automaton"] = 1.0
         else:
             try:
-                pda = build_pda(rules, options, t, deadline=deadline)
+                try:
+                    pda = build_pda(rules, options, t, deadline=deadline)
+                except MemoryError:
+                    raise MemoryLimitExceeded(None) from None
             except MaskcError as e:
                 if shared is not None:
                     shared.refused = e
@@ -414,8 +427,17 @@ def compile_source(
     Raises:
         InputError (SchemaError, UnsupportedKeyword, RegexSyntaxError, GrammarSyntaxError,
         GrammarError, EmptyLanguage), LimitExceeded, UnspellableGrammar (no sequence of the
-        tokenizer's whole tokens reaches the end of the grammar).
+        tokenizer's whole tokens reaches the end of the grammar). MemoryLimitExceeded where
+        the process runs out of memory.
     """
+    try:
+        return _compile_source(kind, source, vocab, options, progress)
+    except MemoryError:  # (raised where an allocation failed; freed as it unwound)
+        raise MemoryLimitExceeded(None) from None
+
+
+def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileOptions | None,
+                    progress: Progress | None) -> CompiledGrammar:
     opts = options or CompileOptions()
     fe = frontend(kind)
     t: dict[str, float] = {}

@@ -128,7 +128,7 @@ def test_a_compile_still_running_past_its_hard_limit_fails_with_the_time_limit(
 
     def hard(settings: Any) -> float:  # (the parent's: it sets the deadlines) the first input's is short
         calls.append(len(settings))
-        return 0.2 if len(calls) == 1 else 120.0
+        return 0.05 if len(calls) == 1 else 120.0
 
     monkeypatch.setattr(batch, "_hard_seconds", hard)
     results = batch.run_all(work_, vocabs, 2, started=lambda job: None, finished=lambda r: None)

@@ -223,3 +223,41 @@ def test_a_shared_stage_that_ran_out_of_time_is_not_run_again(
         calls.append(0)  # (from here the stage runs for real)
         other = maskc.compile_source("json_schema", dict(schema, title="another source"), byte_vocab)
     assert other.metadata["content_sha256"]
+
+
+@pytest.mark.parametrize("stage", ["regular automaton", "pushdown automaton"])
+def test_a_shared_automaton_that_ran_out_of_memory_is_not_built_again(
+        stage: str, toy_vocab: Vocabulary, byte_vocab: Vocabulary, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An allocation that failed while the automaton was built is a MemoryLimitExceeded; the
+    next tokenizer's compile reports it at once, and says why."""
+    from maskc.compiler.errors import MemoryLimitExceeded
+
+    calls: list[int] = []
+
+    def out_of_memory(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        raise MemoryError
+
+    schema = RECURSIVE if stage == "pushdown automaton" else UNCOUNTED
+    monkeypatch.setattr(pipeline, "grammar_dfa" if stage == "regular automaton" else "build_pda", out_of_memory)
+    with pipeline.sharing_automata():
+        with pytest.raises(MemoryLimitExceeded) as first:
+            maskc.compile_source("json_schema", schema, toy_vocab)
+        assert not first.value.shared and first.value.message == "the compile ran out of memory"
+        with pytest.raises(MemoryLimitExceeded) as second:
+            maskc.compile_source("json_schema", schema, byte_vocab)
+        assert second.value.shared and "previous tokenizer" in (second.value.hint or "")
+    assert len(calls) == 1
+    assert "512 MiB" in second.value.with_limit(512).message and second.value.with_limit(512).shared
+
+
+def test_running_out_of_memory_anywhere_in_a_compile_is_a_memory_limit_error(
+        toy_vocab: Vocabulary, monkeypatch: pytest.MonkeyPatch) -> None:
+    from maskc.compiler.errors import MemoryLimitExceeded
+
+    def out_of_memory(*args: Any, **kwargs: Any) -> Any:
+        raise MemoryError
+
+    monkeypatch.setattr(pipeline, "align", out_of_memory)
+    with pytest.raises(MemoryLimitExceeded, match="ran out of memory"):
+        maskc.compile_source("json_schema", REGULAR, toy_vocab)
