@@ -126,14 +126,20 @@ def write_batch(folder: Path) -> tuple[list[Path], list[Path]]:
     return fast, slow
 
 
-def test_killing_the_parent_ends_its_workers(tmp_path: Path, vocab: Path) -> None:
+def start_batch(tmp_path: Path, vocab: Path, output: int | None = subprocess.DEVNULL
+                ) -> tuple[list[Path], list[Path], Path, subprocess.Popen[bytes]]:
+    """:func:`write_batch` compiled by ``maskc compile -j 2``, once its two workers run."""
     fast, slow = write_batch(tmp_path / "schemas")
     out = tmp_path / "out"
     parent = subprocess.Popen(maskc_cmd(tmp_path / "schemas", "-t", vocab, "-o", out, "-j", "2", "--no-cache"),
-                              env=environment(tmp_path / "cache"), stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+                              env=environment(tmp_path / "cache"), stdout=output, stderr=subprocess.PIPE)
+    wait_for("two pool workers", lambda: sum(map(is_worker, children(parent.pid))) == 2)
+    return fast, slow, out, parent
+
+
+def test_killing_the_parent_ends_its_workers(tmp_path: Path, vocab: Path) -> None:
+    fast, slow, out, parent = start_batch(tmp_path, vocab)
     try:
-        wait_for("two pool workers", lambda: sum(map(is_worker, children(parent.pid))) == 2)
         wait_for("a first artifact", lambda: bool(artifacts(out)))
         procs = children(parent.pid)  # the workers, and multiprocessing's resource tracker
         workers = [pid for pid in procs if is_worker(pid)]
@@ -153,13 +159,8 @@ def test_killing_the_parent_ends_its_workers(tmp_path: Path, vocab: Path) -> Non
 def test_a_killed_worker_fails_its_input_alone_and_the_batch_is_kept(tmp_path: Path, vocab: Path) -> None:
     """What the system's out-of-memory killer does to a worker: that input fails, clearly;
     the others are kept, and the manifest records them."""
-    fast, slow = write_batch(tmp_path / "schemas")
-    out = tmp_path / "out"
-    parent = subprocess.Popen(maskc_cmd(tmp_path / "schemas", "-t", vocab, "-o", out, "-j", "2", "--no-cache"),
-                              env=environment(tmp_path / "cache"), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE)
+    fast, slow, out, parent = start_batch(tmp_path, vocab, subprocess.PIPE)
     try:
-        wait_for("two pool workers", lambda: sum(map(is_worker, children(parent.pid))) == 2)
         wait_for("the fast artifacts", lambda: len(artifacts(out)) >= len(fast))
         for pid in [p for p in children(parent.pid) if is_worker(p)]:
             os.kill(pid, signal.SIGKILL)
@@ -185,13 +186,8 @@ def test_a_killed_worker_fails_its_input_alone_and_the_batch_is_kept(tmp_path: P
 def test_a_cancelled_batch_records_what_it_finished(tmp_path: Path, vocab: Path) -> None:
     """SIGTERM (a CI's cancel) stops ``maskc compile`` as Ctrl-C does: its workers end, and
     the manifest records the artifacts whose compiles had finished."""
-    fast, _ = write_batch(tmp_path / "schemas")
-    out = tmp_path / "out"
-    parent = subprocess.Popen(maskc_cmd(tmp_path / "schemas", "-t", vocab, "-o", out, "-j", "2", "--no-cache"),
-                              env=environment(tmp_path / "cache"), stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE)
+    fast, _, out, parent = start_batch(tmp_path, vocab)
     try:
-        wait_for("two pool workers", lambda: sum(map(is_worker, children(parent.pid))) == 2)
         procs = children(parent.pid)
         wait_for("the fast artifacts", lambda: len(artifacts(out)) >= len(fast))
         time.sleep(0.3)  # (their results reach the parent)
