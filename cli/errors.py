@@ -6,7 +6,7 @@ becomes a clean message on stderr and its exit code, and any other exception bec
 
 Exit codes: 0 clean; 1 a compile failed (some schemas of a batch, or a limit); 2 bad
 invocation or input (usage, unreadable file, invalid or unsupported schema, tokenizer
-problem, corrupt artifact, tokenizer mismatch); 3 internal error.
+problem, corrupt artifact, tokenizer mismatch); 3 internal error; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_INPUT",
     "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
     "EXIT_OK",
     "INTERNAL_ERROR",
     "ErrorRule",
@@ -61,6 +62,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_INPUT = 2
 EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)
 
 INTERNAL_ERROR = "InternalError"
 DEBUG_HINT = "rerun with MASKC_DEBUG=1 for a traceback, and report it if it persists"

@@ -4,7 +4,8 @@ Reads the inputs, compiles each for every ``--tokenizer`` (optionally one ``--sh
 them, in parallel processes, through the artifact cache; an artifact the output folder
 still holds is reused), indexes the artifacts in ``manifest.json`` and renders one summary:
 a Rich table per tokenizer for humans, one JSON document for machines.
-Exit code: 0 all compiled, 1 some input failed to compile, 2 bad invocation or input.
+Exit code: 0 all compiled, 1 some input failed to compile, 2 bad invocation or input, 130
+interrupted (Ctrl-C, SIGTERM).
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
 from maskc.artifacts.cache import ArtifactCache
 from maskc.cli import batch, render
-from maskc.cli.errors import EXIT_FAILED, EXIT_INTERNAL, INTERNAL_ERROR, guard
+from maskc.cli.errors import EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, INTERNAL_ERROR, guard
 from maskc.cli.options import (
     DEFAULT_TOKENIZER,
     EosOpt,
@@ -142,10 +144,22 @@ def compile_command(
         raise InputError(f"cannot create output directory {out_dir}: {e.strerror or e}") from e
     for path in skipped:
         out.warn(f"skipped {path}: not a JSON Schema")
-    with terminate_as_interrupt(), out.progress(len(work), "compiling") as bar:
-        results = batch.run_all(work, [v for v, _ in tokenizers], jobs,
-                                started=lambda job: bar.working_on(job.stem),
-                                finished=lambda _: bar.advance())
+    done = 0
+
+    def finished(_: object) -> None:
+        nonlocal done
+        done += 1
+        bar.advance()
+
+    try:
+        with terminate_as_interrupt(), out.progress(len(work), "compiling") as bar:
+            results = batch.run_all(work, [v for v, _ in tokenizers], jobs,
+                                    started=lambda job: bar.working_on(job.stem), finished=finished)
+    except KeyboardInterrupt:
+        out.err.print(Text.assemble(("interrupted: ", "bold red"),
+                                    f"{done} of {len(work)} compiles finished; their artifacts are recorded in "
+                                    f"{out_dir / 'manifest.json'}"))
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     failed = sum(not r["ok"] for r in results)
     if out.format == "json":
         described = [{"name": v.name, "sha256": v.fingerprint, "vocab_size": v.vocab_size,

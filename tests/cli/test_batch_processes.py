@@ -199,6 +199,7 @@ def test_a_cancelled_batch_records_what_it_finished(tmp_path: Path, vocab: Path)
             parent.wait()
     assert parent.returncode == 130, stderr.decode()[-2000:]
     assert b"Traceback" not in stderr
+    assert b"interrupted: 12 of 14 compiles finished" in stderr and b"manifest.json" in stderr
     wait_for("the workers to end", lambda: not any(alive(p) for p in procs))
     entries = read_manifest(out)
     assert sorted(Path(e["source"]).name for e in entries) == sorted(p.name for p in fast)
