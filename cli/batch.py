@@ -521,13 +521,8 @@ def run_all(work: Sequence[Work], vocabs: Sequence[Vocabulary], n_workers: int,
     except BaseException:  # interrupted (Ctrl-C, a CI's cancel): what finished stays on the record
         writer.flush(strict=False)
         raise
-    done: list[Result] = []
-    for (_, s), r in zip(work, results):
-        if r is not None:
-            writer.add(r, s.out)  # (none left: each went through record)
-            done.append(r)
     writer.flush()
-    return done
+    return [r for r in results if r is not None]
 
 
 def run_jobs(job: Job, settings: Sequence[Settings], started: Callable[[Job], None] | None = None,

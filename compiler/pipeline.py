@@ -292,6 +292,12 @@ def _shared_time_out(limit: float) -> TimeLimitExceeded:
              "alternatives) or raise --max-seconds (Limits.max_seconds)")
 
 
+def _failure(error: MaskcError | MemoryError) -> MaskcError:
+    """What a shared stage raised, as the error its next compile reports: an allocation that
+    failed is a :class:`MemoryLimitExceeded`."""
+    return error if isinstance(error, MaskcError) else MemoryLimitExceeded(None)
+
+
 def _shared_failure(error: MaskcError, limit: float) -> MaskcError:
     """What a compile raises whose shared automaton failed in the previous compile of the
     same input: the same error, a time-out or memory exhaustion saying it was not run again."""
@@ -316,15 +322,13 @@ def _regular_dfa(node: Node, options: CompileOptions, t: dict[str, float], deadl
             return shared.dfa
         asked: list[HorizonQuestion] = []
         try:
-            try:
-                with recording_horizon(asked):
-                    dfa = grammar_dfa(node, options, t, deadline=deadline, horizon=horizon)
-            except MemoryError:
-                raise MemoryLimitExceeded(None) from None
-        except MaskcError as e:  # (a time-out too: the questions so far lead to the same work)
+            with recording_horizon(asked):
+                dfa = grammar_dfa(node, options, t, deadline=deadline, horizon=horizon)
+        except (MaskcError, MemoryError) as e:  # (a time-out too: the questions so far lead to the same work)
+            failure = _failure(e)
             if shared is not None:
-                shared.horizon_asked, shared.dfa = asked, e
-            raise
+                shared.horizon_asked, shared.dfa = asked, failure
+            raise failure from None
     if shared is not None:
         shared.horizon_asked, shared.dfa = asked, dfa
     return dfa
@@ -373,14 +377,12 @@ def compile_grammar(
             t["shared_automaton"] = 1.0
         else:
             try:
-                try:
-                    pda = build_pda(rules, options, t, deadline=deadline)
-                except MemoryError:
-                    raise MemoryLimitExceeded(None) from None
-            except MaskcError as e:
+                pda = build_pda(rules, options, t, deadline=deadline)
+            except (MaskcError, MemoryError) as e:
+                failure = _failure(e)
                 if shared is not None:
-                    shared.refused = e
-                raise
+                    shared.refused = failure
+                raise failure from None
             if shared is not None:
                 shared.pda = pda
         if pda.num_states > options.limits.max_states:
