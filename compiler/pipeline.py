@@ -294,8 +294,14 @@ def _shared_time_out(limit: float) -> TimeLimitExceeded:
 
 def _failure(error: MaskcError | MemoryError) -> MaskcError:
     """What a shared stage raised, as the error its next compile reports: an allocation that
-    failed is a :class:`MemoryLimitExceeded`."""
-    return error if isinstance(error, MaskcError) else MemoryLimitExceeded(None)
+    failed is a :class:`MemoryLimitExceeded`.
+
+    Without the frames it was raised through: they hold the failed stage's work (an
+    automaton of millions of small objects), kept for the input's next tokenizer otherwise.
+    The handler that raises it again must not keep it in a local either (``del`` it in a
+    ``finally``): its frame would lie on the traceback, a reference cycle that only a full
+    pass of the cycle collector frees (a second or more, at a time of its choosing)."""
+    return (error if isinstance(error, MaskcError) else MemoryLimitExceeded(None)).with_traceback(None)
 
 
 def _shared_failure(error: MaskcError, limit: float) -> MaskcError:
@@ -328,7 +334,10 @@ def _regular_dfa(node: Node, options: CompileOptions, t: dict[str, float], deadl
             failure = _failure(e)
             if shared is not None:
                 shared.horizon_asked, shared.dfa = asked, failure
-            raise failure from None
+            try:
+                raise failure from None
+            finally:
+                del failure  # (no cycle through this frame: see _failure)
     if shared is not None:
         shared.horizon_asked, shared.dfa = asked, dfa
     return dfa
@@ -382,7 +391,10 @@ def compile_grammar(
                 failure = _failure(e)
                 if shared is not None:
                     shared.refused = failure
-                raise failure from None
+                try:
+                    raise failure from None
+                finally:
+                    del failure  # (no cycle through this frame: see _failure)
             if shared is not None:
                 shared.pda = pda
         if pda.num_states > options.limits.max_states:

@@ -6,6 +6,9 @@ artifacts are those of compiling alone."""
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -261,3 +264,48 @@ def test_running_out_of_memory_anywhere_in_a_compile_is_a_memory_limit_error(
     monkeypatch.setattr(pipeline, "align", out_of_memory)
     with pytest.raises(MemoryLimitExceeded, match="ran out of memory"):
         maskc.compile_source("json_schema", REGULAR, toy_vocab)
+
+
+def _frames(error: BaseException) -> list[str]:
+    """The files of the frames ``error`` was raised through."""
+    out = []
+    tb = error.__traceback__
+    while tb is not None:
+        out.append(tb.tb_frame.f_code.co_filename.replace("\\", "/").rsplit("/", 1)[-1])
+        tb = tb.tb_next
+    return out
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "properties": {"s": {"type": "string", "pattern": "^[ab]*a[ab]{9}$"}}},  # regular
+    {"type": "object", "properties": {"name": {"type": "string", "maxLength": 60}, "data": {}}},  # pushdown
+], ids=["regular", "pushdown"])
+def test_a_failed_automaton_leaves_no_cycle_holding_its_work(byte_vocab: Vocabulary, schema: dict[str, Any]) -> None:
+    # The frames of the failed stage hold its automaton (millions of small objects on a large
+    # schema): the error keeps none of them, and, compiled alone, nothing refers back to it.
+    # (Shared, the error kept for the next tokenizer holds the pipeline's own frames, and they
+    # hold it: the front end's output waits for the collector, not the automaton.)
+    tight = CompileOptions(limits=Limits(max_states=200))
+    gc.collect()
+    for share in (False, True):
+        with pipeline.sharing_automata() if share else contextlib.nullcontext():
+            with pytest.raises(StateLimitExceeded) as info:
+                maskc.compile_source("json_schema", schema, byte_vocab, options=tight)
+            frames = _frames(info.value)
+        assert "pipeline.py" in frames
+        assert not {"dfa.py", "nfa.py", "pda.py"} & set(frames)  # (the stage's own frames are dropped)
+        del info
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            gc.collect()
+            left = [o for o in gc.garbage if isinstance(o, (types.FrameType, BaseException))]
+            files = {o.f_code.co_filename.replace("\\", "/").rsplit("/", 1)[-1] for o in left
+                     if isinstance(o, types.FrameType)}
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+        if share:
+            assert files <= {"pipeline.py", "contextlib.py", "api.py"}
+        else:
+            assert left == []
+        del left
