@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from maskc.compiler.dfa import Dfa
+from maskc.compiler.dfa import Dfa, sorted_unique
 from maskc.compiler.errors import TimeLimitExceeded
 from maskc.compiler.minimize import refine
 from maskc.compiler.trie import (ClassTrie, PairMemo, TokenTrie, build_trie, byte_class_trie, class_trie, first_node,
@@ -653,9 +653,9 @@ def align(
     wanted_blocks: NDArray[np.int64] | None = None
     if only is not None:
         # only the blocks holding requested states are computed
-        wanted_blocks = np.unique(block[only])
+        wanted_blocks = sorted_unique(block[only])
         rep = rep[wanted_blocks]
-        need_s = np.unique(block_s[rep])
+        need_s = sorted_unique(block_s[rep])
         slot_s = np.full(rep_s.shape[0], -1, dtype=np.int64)
         slot_s[need_s] = np.arange(need_s.shape[0])
         rep_s = rep_s[need_s]

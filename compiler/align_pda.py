@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from maskc.compiler.align import TokenTable, align
-from maskc.compiler.dfa import DEAD, Dfa
+from maskc.compiler.dfa import DEAD, Dfa, sorted_unique
 from maskc.compiler.errors import StateLimitExceeded, TimeLimitExceeded
 from maskc.compiler.pda import LazyRows, Pda
 
@@ -124,7 +124,7 @@ def _byte_successors(trans: NDArray[np.int32]) -> tuple[list[int], list[int]]:
     for lo in range(0, n, _BULK_CHUNK):
         part = trans[lo : lo + _BULK_CHUNK]
         src, col = np.nonzero(part >= 0)
-        keys.append(np.unique((src + lo).astype(np.int64) * n + part[src, col]))
+        keys.append(sorted_unique((src + lo).astype(np.int64) * n + part[src, col]))
     key = np.concatenate(keys) if keys else np.zeros(0, dtype=np.int64)
     ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(key // max(n, 1), minlength=n), out=ptr[1:])
@@ -310,7 +310,7 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
     here[0] = 1
     for lo in range(0, plain_q.shape[0], _BULK_CHUNK):
         targets = pda.dfa.trans[plain_q[lo : lo + _BULK_CHUNK]]
-        for t in np.unique(targets[(targets >= 0) & (step_to[targets] < 0)]).tolist():
+        for t in sorted_unique(targets[(targets >= 0) & (step_to[targets] < 0)]).tolist():
             step_to[t] = successor(frozenset([((), t)]), no_configs, False)
     is_plain_seed = np.zeros(len(order), dtype=np.bool_)
     is_plain_seed[seeds[plain_q]] = True
@@ -496,7 +496,7 @@ def align_pda(
         progress(0, total)
     for d, seed in parts:
         if id(d) not in found:
-            wanted = np.unique(np.concatenate([s[s >= 0] for dd, s in parts if dd is d]))
+            wanted = sorted_unique(np.concatenate([s[s >= 0] for dd, s in parts if dd is d]))
             found[id(d)] = align(d, no_eos, add_mask=collect, deadline=deadline, only=wanted, free_order=True) \
                 if wanted.size else np.zeros(0, dtype=np.int32)
             if progress is not None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from maskc.compiler.dfa import Dfa
+from maskc.compiler.dfa import Dfa, sorted_unique
 from maskc.compiler.graphs import strongly_connected
 from maskc.compiler.pda import NEED_INF, Pda
 
@@ -124,7 +124,7 @@ def _edges(dfa: Dfa) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     n = dfa.num_states
     src, cls = np.nonzero(dfa.trans >= 0)
     dst = dfa.trans[src, cls].astype(np.int64)
-    pairs = np.unique(src.astype(np.int64) * n + dst)
+    pairs = sorted_unique(src.astype(np.int64) * n + dst)
     return pairs // n, pairs % n
 
 
@@ -181,7 +181,7 @@ def _dfa_worst_case(dfa: Dfa) -> LengthBound:
         vals = np.repeat(remaining[frontier] + 1, counts)
         np.maximum.at(remaining, preds, vals)
         np.subtract.at(outdeg, preds, 1)
-        cand = np.unique(preds)
+        cand = sorted_unique(preds)
         new = cand[(outdeg[cand] == 0) & ~done[cand]]
         done[new] = True
         frontier = new
@@ -317,7 +317,7 @@ def _loop_witness(dfa: Dfa, open_: NDArray[np.bool_]) -> tuple[bytes, bytes]:
         sel = np.isin(s_in, frontier)
         targets = d_in[sel]
         np.subtract.at(indeg, targets, 1)
-        t = np.unique(targets)
+        t = sorted_unique(targets)
         frontier = t[keep[t] & (indeg[t] == 0)]
     # shortest prefix to a kept state
     prev: dict[int, tuple[int, int]] = {0: (-1, -1)}

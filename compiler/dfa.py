@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from maskc.compiler.counters import Counters
 
 __all__ = ["Dfa", "SparseTable", "LazyRows", "StateId", "ClassId", "CounterConflict", "determinize", "determinize_counted", "determinize_rules",
-           "prune", "compress_classes", "coreachable", "reachable", "first_seen", "distinct_in_order"]
+           "prune", "compress_classes", "coreachable", "reachable", "first_seen", "distinct_in_order",
+           "sorted_unique"]
 
 StateId = NewType("StateId", int)
 ClassId = NewType("ClassId", int)
@@ -571,10 +572,23 @@ def distinct_in_order(ids: NDArray[np.int64] | NDArray[np.int32]) -> NDArray[np.
     return out
 
 
+def sorted_unique(ids: NDArray[Any]) -> NDArray[Any]:
+    """``np.unique(ids)`` for a 1-d integer array, by one sort: numpy 2.3 and later answer a
+    bare ``np.unique`` of integers through a hash table that is many times slower than a sort
+    (33 against 0.5 ms for 100,000 distinct int64s), and the compiler calls it in loops."""
+    if ids.shape[0] < 2:
+        return ids.copy()
+    s = np.sort(ids)
+    keep = np.empty(s.shape[0], dtype=np.bool_)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
 def first_seen(ids: NDArray[np.int64] | NDArray[np.int32], n: int) -> NDArray[np.int64]:
     """``ids`` (each in ``[0, n)``) without repeats (in no particular order)."""
     if ids.shape[0] * 16 < n:
-        small: NDArray[np.int64] = np.unique(ids).astype(np.int64)
+        small: NDArray[np.int64] = sorted_unique(ids).astype(np.int64)
         return small
     pos = np.arange(ids.shape[0], dtype=np.int64)
     stamp = np.empty(n, dtype=np.int64)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from maskc.compiler.dfa import DEAD, SMALL_TABLE, Dfa, distinct_in_order
+from maskc.compiler.dfa import DEAD, SMALL_TABLE, Dfa, distinct_in_order, sorted_unique
 from maskc.compiler.errors import TimeLimitExceeded
 
 __all__ = ["minimize", "minimal_blocks", "refine", "canonical", "canonical_order"]
@@ -209,7 +209,7 @@ def _incremental_rounds(
             if moved_list is None:
                 break
             pred = gather_rows(pstart, src, np.asarray(moved_list, dtype=np.int64))
-            dirty = np.unique(pred) if pred.size else pred
+            dirty = sorted_unique(pred)
             continue
         b = block[dirty]
         match = has_sig[b] & (h[:, 0] == sig1[b]) & (h[:, 1] == sig2[b])
@@ -255,7 +255,7 @@ def _incremental_rounds(
         moved = dirty[rest[moving]]
         block[moved] = fresh[gid[moving]]
         pred = gather_rows(pstart, src, moved)
-        dirty = np.unique(pred) if pred.size else pred
+        dirty = sorted_unique(pred)
     if stable and not _is_congruence(block, init, out, live_col, live_tgt):  # a hash collision merged two rows
         return _rounds(trans, init, max_rounds, deadline)
     dense = np.unique(block, return_inverse=True)[1]

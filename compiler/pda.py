@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from maskc.compiler.dfa import (DEAD, Dfa, LazyRows, compress_classes, coreachable, determinize_rules, distinct_in_order,
-                                first_seen)
+                                first_seen, sorted_unique)
 from maskc.compiler.errors import EmptyLanguage, GrammarError, StateLimitExceeded
 from maskc.compiler.minimize import MAX_STATES, gather_rows, refine
 from maskc.compiler.nfa import lower_rules
@@ -206,7 +206,7 @@ def _need(byte_t: NDArray[np.int32], call_q: NDArray[np.int64], call_rule: NDArr
     src, cls = np.nonzero(byte_t >= 0)
     # the distinct edges (target, source), sorted, as one int64 key each (a 1-D sort: np.unique
     # over rows of pairs goes through a structured dtype, several times slower)
-    keys = np.unique(byte_t[src, cls].astype(np.int64) * n + src)
+    keys = sorted_unique(byte_t[src, cls].astype(np.int64) * n + src)
     pred_off = np.searchsorted(keys, np.arange(n + 1, dtype=np.int64) * n).tolist()
     preds = (keys % n).tolist()
     # call edges that depend on each state (as the callee's start or as the return state)

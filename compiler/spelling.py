@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from maskc.compiler.align import TokenTable
-from maskc.compiler.dfa import Dfa
+from maskc.compiler.dfa import Dfa, sorted_unique
 from maskc.compiler.errors import UnspellableGrammar
 from maskc.compiler.maskstore import MaskStore
 from maskc.compiler.pda import Pda
@@ -152,7 +152,7 @@ def _one_byte_path(dfa: Dfa, table: TokenTable) -> bool:
     while frontier.size:
         if bool(dfa.accepting[frontier].any()):
             return True
-        nxt = np.unique(trans[frontier].ravel())
+        nxt = sorted_unique(trans[frontier].ravel())
         nxt = nxt[nxt >= 0]
         nxt = nxt[~seen[nxt]]
         seen[nxt] = True
@@ -173,7 +173,7 @@ def _token_path(dfa: Dfa, state_mask: NDArray[np.int32], masks: MaskStore, table
         ids = masks.allowed_ids(int(state_mask[s]))
         ids = ids[ids < table.num_tokens]
         ids = ids[table.walkable[ids]]  # EOS and special ids are never walked
-        ends = np.unique(walk_tokens(dfa, table, s, ids))
+        ends = sorted_unique(walk_tokens(dfa, table, s, ids))
         if exits is not None and exits[s] >= 0:
             ends = np.append(ends, exits[s])  # a loop's head: its exit, after enough arrivals
         for t in ends[ends >= 0].tolist():
@@ -203,7 +203,7 @@ def _frontier(dfa: Dfa, state_mask: NDArray[np.int32], masks: MaskStore,
         ids = masks.allowed_ids(int(state_mask[s]))
         ids = ids[ids < table.num_tokens]
         ends = walk_tokens(dfa, table, s, ids[table.walkable[ids]], covered=covered)
-        for t in np.unique(ends[ends >= 0]).tolist():
+        for t in sorted_unique(ends[ends >= 0]).tolist():
             if not seen[t]:
                 seen[t] = True
                 queue.append(t)

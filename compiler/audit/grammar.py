@@ -29,7 +29,7 @@ from maskc.compiler.audit.states import (
     state_kinds, structural_steps,
 )
 from maskc.compiler.align import TokenTable
-from maskc.compiler.dfa import Dfa
+from maskc.compiler.dfa import Dfa, sorted_unique
 from maskc.compiler.errors import TokenizerError
 from maskc.compiler.maskstore import MaskStore
 from maskc.compiler.pda import Pda
@@ -290,7 +290,7 @@ class _Run:
         while queue:
             s = queue.popleft()
             ends, _, _ = self.tok.walk(self.dfa, s, np.flatnonzero(self.allowed(s)[0]))
-            for t in np.unique(ends[ends >= 0]).tolist():
+            for t in sorted_unique(ends[ends >= 0]).tolist():
                 if not seen[t]:
                     seen[t] = True
                     queue.append(t)

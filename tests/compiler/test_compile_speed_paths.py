@@ -328,6 +328,22 @@ def test_unique_by_marking_matches_numpy_unique(seed: int) -> None:
         assert inv.tolist() == want_i.reshape(-1).tolist()
 
 
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8])
+def test_sorted_unique_matches_numpy_unique(dtype: type) -> None:
+    """The one-sort distinct values give numpy's sorted values and dtype, empty and single
+    arrays included, and never return the caller's array itself."""
+    from maskc.compiler.dfa import sorted_unique
+
+    rng = np.random.default_rng(7)
+    for n, bound in ((0, 5), (1, 3), (2, 1), (50, 60), (3000, 100), (20000, 250)):
+        ids = rng.integers(0, bound, size=n).astype(dtype)
+        got = sorted_unique(ids)
+        want = np.unique(ids)
+        assert got.dtype == want.dtype
+        assert got.tolist() == want.tolist()
+        assert not np.shares_memory(got, ids) or n == 0
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_long_sequence_walks_memoized_across_batches_match_a_byte_by_byte_walk(seed: int) -> None:
     """Long tokens' sequences walked once per (first class, representative of the state it
