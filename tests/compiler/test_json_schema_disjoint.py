@@ -32,6 +32,11 @@ BRANCHES: list[Any] = [
     {"type": "object", "additionalProperties": False, "patternProperties": {"^v": {}}, "properties": {"type": {}}},
     {"enum": ["a", 1]}, {"const": {"type": "reference"}}, False, True, {},
     {"required": ["type"], "properties": {"type": {"const": "section"}}},  # not object-only either
+    # values a property never takes, by a not of string constants
+    {"type": "object", "properties": {"type": {"not": {"enum": ["section", 1]}}}},
+    {"type": "object", "properties": {"type": {"not": {"enum": ["section"], "type": "string"}}}},  # not read
+    {"type": "object", "properties": {"type": {"not": {"const": "reference"}}}},
+    {"type": "object", "properties": {"type": {"type": "string", "not": {"const": 1}}}},  # excludes no string
 ]
 
 
@@ -61,6 +66,11 @@ def test_the_discriminators_are_recognized() -> None:
     assert disjoint(f[4], f[8]) and not disjoint(f[5], f[8])  # allOf conjuncts count
     assert not disjoint(f[4], f[9])  # patternProperties may admit the key: no proof
     assert disjoint(f[12], f[0]) and not disjoint(f[13], f[0])  # false is empty, true is not
+    # a required key's constants against the strings the other's value never is
+    assert disjoint(f[6], f[16]) and disjoint(f[16], f[6]) and disjoint(f[4], f[18]) and disjoint(f[7], f[18])
+    assert not disjoint(f[6], f[17])  # a not with other keywords may admit less: not read
+    assert not disjoint(f[6], f[18]) and not disjoint(f[16], f[18])  # "section" meets 18; neither requires "type"
+    assert not disjoint(f[6], f[19])
 
 
 RECURSIVE = {

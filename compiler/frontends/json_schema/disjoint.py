@@ -25,7 +25,7 @@ from maskc.compiler.frontends.json_schema.base import (ANNOTATIONS, ARRAY_KW, NU
                                                       JsonValue, json_type)
 
 __all__ = ["Facts", "facts_of", "disjoint", "on_objects", "generation_facts", "admits_kind", "ALL", "NONE", "SCALAR_KINDS",
-           "Resolve", "ref_target", "value_types", "required_alternatives", "declares_keys"]
+           "Resolve", "ref_target", "value_types", "required_alternatives", "declares_keys", "declared_properties"]
 
 Resolve = Callable[[JsonValue, str], tuple[JsonValue, str]]
 
@@ -41,6 +41,7 @@ class Facts:
     required: set[str] = field(default_factory=set)
     closed: list[frozenset[str]] = field(default_factory=list)  # declared names of closed object facets
     strings: dict[str, frozenset[str]] = field(default_factory=dict)  # property -> its only string values
+    excluded: dict[str, frozenset[str]] = field(default_factory=dict)  # property -> strings it never takes
 
 
 def _types_of(schema: dict[str, JsonValue]) -> frozenset[str] | None:
@@ -103,6 +104,32 @@ def _string_values(schema: JsonValue) -> frozenset[str] | None:
     return got
 
 
+_NOT_READ = frozenset({"enum", "const", "title", "description", "$comment"})
+
+
+def _excluded_strings(schema: JsonValue, ref_overrides: bool) -> frozenset[str] | None:
+    """The strings a property schema never admits by its ``not`` of string constants
+    (``not: {"enum": [...]}`` or ``not: {"const": ...}``), or None where it says none."""
+    if not isinstance(schema, dict) or ("$ref" in schema and ref_overrides):
+        return None
+    inner = schema.get("not")
+    if not isinstance(inner, dict) or not set(inner) <= _NOT_READ or not ("enum" in inner or "const" in inner):
+        return None
+    got: frozenset[str] | None = None
+    if "const" in inner:
+        c = inner["const"]
+        if not isinstance(c, str):
+            return None  # (the not admits no string: it excludes none)
+        got = frozenset({c})
+    if "enum" in inner:
+        e = inner["enum"]
+        if not isinstance(e, list):
+            return None
+        vals = frozenset(x for x in e if isinstance(x, str))
+        got = vals if got is None else got & vals
+    return got or None
+
+
 def facts_of(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: bool) -> Facts:
     """The facts every instance of ``schema`` satisfies (see the module doc)."""
     facts = Facts()
@@ -135,6 +162,9 @@ def _gather(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: bo
         vals = _string_values(sub)
         if vals is not None:
             facts.strings[name] = vals if name not in facts.strings else facts.strings[name] & vals
+        gone = _excluded_strings(sub, ref_overrides)
+        if gone is not None:
+            facts.excluded[name] = facts.excluded.get(name, frozenset()) | gone
     conj = schema.get("allOf")
     if isinstance(conj, list):
         for i, sub in enumerate(conj):
@@ -158,6 +188,11 @@ def disjoint(a: Facts, b: Facts) -> bool:
         va, vb = a.strings.get(name), b.strings.get(name)
         if va is not None and vb is not None and not va & vb:
             return True
+    for x, y in ((a, b), (b, a)):
+        for name in x.required:  # (present in every instance of x; y's constraint then applies)
+            vx, gone = x.strings.get(name), y.excluded.get(name)
+            if vx is not None and gone is not None and vx <= gone:
+                return True  # x takes only strings y's value never is
     return False
 
 
@@ -215,7 +250,8 @@ def _few(sets: list[frozenset[str]]) -> list[frozenset[str]]:
 
 def on_objects(f: Facts) -> Facts:
     """``f`` for the schema's object instances alone (its types met with ``object``)."""
-    return Facts(f.empty, _meet(f.types, frozenset({"object"})), set(f.required), list(f.closed), dict(f.strings))
+    return Facts(f.empty, _meet(f.types, frozenset({"object"})), set(f.required), list(f.closed), dict(f.strings),
+                 dict(f.excluded))
 
 
 # -- which non-objects a schema admits --------------------------------------------------------
@@ -374,6 +410,33 @@ def declares_keys(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrid
         declares_keys(sub, f"{pointer}/allOf/{i}", resolve, ref_overrides, budget - 1) for i, sub in enumerate(conj))
 
 
+def declared_properties(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: bool,
+                        budget: int = _DEPTH) -> dict[str, list[tuple[JsonValue, str]]]:
+    """Per key, the ``properties`` schemas (with their locations) that ``schema`` and what
+    merges into it (references, ``allOf``) declare for it: the value of that key in every
+    object instance meets each of them."""
+    out: dict[str, list[tuple[JsonValue, str]]] = {}
+    if not isinstance(schema, dict) or budget <= 0:
+        return out
+    if "$ref" in schema:
+        got = ref_target(schema, pointer, resolve)
+        if got is not None:
+            for k, v in declared_properties(got[0], got[1], resolve, ref_overrides, budget - 1).items():
+                out.setdefault(k, []).extend(v)
+        if ref_overrides:
+            return out
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for k, v in props.items():
+            out.setdefault(k, []).append((v, f"{pointer}/properties/{k.replace('~', '~0').replace('/', '~1')}"))
+    conj = schema.get("allOf")
+    if isinstance(conj, list):
+        for i, sub in enumerate(conj):
+            for k, v in declared_properties(sub, f"{pointer}/allOf/{i}", resolve, ref_overrides, budget - 1).items():
+                out.setdefault(k, []).extend(v)
+    return out
+
+
 def _keywords(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: bool, top: bool, at_top: set[str],
               anywhere: set[str], budget: int) -> bool:
     """Collect the keywords of ``schema`` and of what merges into it (references, ``allOf``
@@ -422,4 +485,4 @@ def generation_facts(schema: JsonValue, pointer: str, resolve: Resolve, ref_over
     seen: set[str] = set()
     if _declared(schema, pointer, resolve, ref_overrides, names, seen, _DEPTH) and "properties" in seen:
         closed.append(frozenset(names))  # (an object that declares no properties admits any key)
-    return Facts(facts.empty, types, set(facts.required), closed, dict(facts.strings))
+    return Facts(facts.empty, types, set(facts.required), closed, dict(facts.strings), dict(facts.excluded))
