@@ -364,3 +364,56 @@ def test_separator_never_forbids_a_key_every_alternative_of_the_branch_requires(
     # a required key with string constants: the values, not the key, are cut
     other = Facts(required={"kind"}, strings={"kind": frozenset({"x"})})
     assert _separator(mine, other, [frozenset()], [frozenset({"kind"})]) == {"kind": {"not": {"enum": ["x"]}}}
+
+
+# A discriminator one level down, in an optional member: "init" is "upstart" in one branch and
+# anything else in the other, and without "attrs" an item with "legacy" meets both branches.
+_SERVICES: dict[str, Any] = {
+    "$schema": "http://json-schema.org/draft-04/schema#",
+    "type": "object",
+    "required": ["items"],
+    "oneOf": [
+        {"properties": {"attrs": {"type": "object", "required": ["init"],
+                                  "properties": {"init": {"type": "string", "not": {"enum": ["upstart"]}}}},
+                        "items": {"type": "array", "items": {"type": "object", "required": ["name"],
+                                                             "properties": {"name": {"type": "string"}}}}}},
+        {"properties": {"attrs": {"type": "object", "required": ["init"], "properties": {"init": {"enum": ["upstart"]}}},
+                        "items": {"type": "array", "items": {"type": "object", "required": ["name", "legacy"],
+                                                             "properties": {"name": {"type": "string"},
+                                                                            "legacy": {"type": "boolean"}}}}}},
+    ],
+}
+
+
+def test_generation_oneof_cuts_branches_apart_by_a_nested_discriminator(monkeypatch: pytest.MonkeyPatch) -> None:
+    # No top-level key tells the branches apart (both declare the same optional keys), but
+    # the values of "attrs" do: each branch writes objects with "attrs" present, whose "init"
+    # the other branch's "attrs" does not admit.
+    _no_general_oneof(monkeypatch)
+    validator = jsonschema.Draft4Validator(_SERVICES)
+    seen = {True: 0, False: 0}
+    for attrs in ({}, {"attrs": {"init": "upstart"}}, {"attrs": {"init": "systemd"}}, {"attrs": {}}):
+        for item in ({"name": "a"}, {"name": "a", "legacy": True}):
+            value = {**attrs, "items": [item]}
+            got = accepts(_SERVICES, serialize(value, _SERVICES).decode(), "generation")
+            assert not got or validator.is_valid(value), value  # sound
+            seen[got] += 1
+    # each branch still writes its own objects
+    assert accepts(_SERVICES, '{"attrs":{"init":"systemd"},"items":[{"name":"a"}]}', "generation")
+    assert accepts(_SERVICES, '{"attrs":{"init":"upstart"},"items":[{"name":"a","legacy":true}]}', "generation")
+    # without "attrs", an item with "legacy" meets both branches: not written
+    assert not validator.is_valid({"items": [{"name": "a", "legacy": True}]})
+    assert not accepts(_SERVICES, '{"items":[{"name":"a","legacy":true}]}', "generation")
+    assert seen[True] == 2 and seen[False] == 6
+
+
+def test_declared_properties_read_through_references_and_allof() -> None:
+    from maskc.compiler.frontends.json_schema.disjoint import declared_properties
+
+    schema = {"allOf": [{"properties": {"a": {"type": "string"}}}, _ref("strict")], "properties": {"a/b": True}}
+    got = declared_properties(schema, "", _resolve, False)
+    assert got["a"] == [({"type": "string"}, "/allOf/0/properties/a")]
+    assert got["a/b"] == [(True, "/properties/a~1b")]
+    assert set(got) >= {"a", "a/b", "name", "kind", "size"}
+    # draft 4 to 7: the siblings of $ref are ignored, so they declare nothing
+    assert "x" not in declared_properties({**_ref("strict"), "properties": {"x": {}}}, "", _resolve, True)

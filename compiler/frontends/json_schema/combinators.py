@@ -28,9 +28,9 @@ from math import gcd, lcm
 
 from maskc.compiler.errors import EmptyLanguage, SchemaError, UnsupportedKeyword
 from maskc.compiler.frontends.json_schema.base import ANNOTATIONS, TYPES, Base, JsonValue, dumps_layout, ptr
-from maskc.compiler.frontends.json_schema.disjoint import (ALL, SCALAR_KINDS, Facts, admits_kind, declares_keys,
-                                                          disjoint, facts_of, generation_facts, on_objects,
-                                                          required_alternatives)
+from maskc.compiler.frontends.json_schema.disjoint import (ALL, SCALAR_KINDS, Facts, admits_kind, declared_properties,
+                                                          declares_keys, disjoint, facts_of, generation_facts,
+                                                          on_objects, required_alternatives)
 from maskc.compiler.frontends.json_schema.drafts import ref_overrides_siblings
 from maskc.compiler.frontends.json_schema.refs import has_ref, map_refs
 from maskc.compiler.frontends.json_schema.subsume import implies
@@ -543,17 +543,54 @@ class CombinatorsMixin(Base):
             if not declares_keys(subs[i][0], subs[i][1], self.resolve, overrides):
                 return None  # (generation: an object that declares no keys admits others; a cut would declare them)
             props: dict[str, JsonValue] = {}
+            need: set[str] = set()
             for j in range(n):
                 if j == i or disjoint(mine, facts[j]):
                     continue
                 cut = _separator(facts[i], facts[j], keys[i], keys[j])
                 if cut is None:
-                    return None
+                    nested = self._nested_separator(subs[i], subs[j], overrides)
+                    if nested is None:
+                        return None
+                    key, inner = nested
+                    need.add(key)
+                    cut = {key: {"properties": inner}}
                 for k, v in cut.items():
                     props[k] = {"allOf": [props[k], v]} if k in props else v
-            sub: JsonValue = {"allOf": [subs[i][0], {"properties": props}]} if props else subs[i][0]
+            extra: dict[str, JsonValue] = {"properties": props}
+            if need:
+                extra["required"] = sorted(need)
+            sub: JsonValue = {"allOf": [subs[i][0], extra]} if props else subs[i][0]
             parts.append(self.or_nothing(lambda: self.value(sub, subs[i][1], depth)))
         return alt(*parts) if parts else NOTHING
+
+    def _nested_separator(self, mine: tuple[JsonValue, str], other: tuple[JsonValue, str],
+                          overrides: bool) -> tuple[str, dict[str, JsonValue]] | None:
+        """A key both branches declare whose values ``mine`` can keep apart from ``other``'s
+        (a discriminator one level down, in an optional member): the key and property
+        constraints on its value (:func:`_separator` over the two declarations, or none where
+        their facts share no instance) that no value ``other`` declares for it meets. ``mine``'s
+        declaration admits objects alone, so an object written with the key present and
+        those constraints met is no instance of ``other``. None where no declared key gives
+        one."""
+        theirs = declared_properties(other[0], other[1], self.resolve, overrides)
+        for key, decls in sorted(declared_properties(mine[0], mine[1], self.resolve, overrides).items()):
+            for m_sub, m_ptr in decls:
+                m_facts = facts_of(m_sub, m_ptr, self.resolve, overrides)
+                if m_facts.empty or m_facts.types is None or not m_facts.types <= {"object"}:
+                    continue
+                if not declares_keys(m_sub, m_ptr, self.resolve, overrides):
+                    continue  # (generation: see :meth:`_generation_separated`)
+                m_keys = required_alternatives(m_sub, m_ptr, self.resolve, overrides)
+                for o_sub, o_ptr in theirs.get(key, []):
+                    o_facts = facts_of(o_sub, o_ptr, self.resolve, overrides)
+                    if disjoint(m_facts, o_facts):
+                        return key, {}
+                    o_keys = required_alternatives(o_sub, o_ptr, self.resolve, overrides)
+                    inner = _separator(m_facts, o_facts, m_keys, o_keys)
+                    if inner is not None:
+                        return key, inner
+        return None
 
     def _apart_on_objects(self, subs: list[tuple[JsonValue, str]], facts: list[Facts], depth: int) -> Node | None:
         """``oneOf`` branches that are disjoint on objects (a discriminated union whose schemas
