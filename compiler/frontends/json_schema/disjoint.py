@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from maskc.compiler.errors import InputError
 from maskc.compiler.frontends.json_schema.base import (ANNOTATIONS, ARRAY_KW, NUMBER_KW, OBJECT_KW, STRING_KW, TYPES,
-                                                      JsonValue, json_type)
+                                                      JsonValue, json_type, ptr)
 
 __all__ = ["Facts", "facts_of", "disjoint", "on_objects", "generation_facts", "admits_kind", "ALL", "NONE", "SCALAR_KINDS",
            "Resolve", "ref_target", "value_types", "required_alternatives", "declares_keys", "declared_properties"]
@@ -104,16 +104,13 @@ def _string_values(schema: JsonValue) -> frozenset[str] | None:
     return got
 
 
-_NOT_READ = frozenset({"enum", "const", "title", "description", "$comment"})
-
-
 def _excluded_strings(schema: JsonValue, ref_overrides: bool) -> frozenset[str] | None:
     """The strings a property schema never admits by its ``not`` of string constants
     (``not: {"enum": [...]}`` or ``not: {"const": ...}``), or None where it says none."""
     if not isinstance(schema, dict) or ("$ref" in schema and ref_overrides):
         return None
     inner = schema.get("not")
-    if not isinstance(inner, dict) or not set(inner) <= _NOT_READ or not ("enum" in inner or "const" in inner):
+    if not isinstance(inner, dict) or set(inner) - ANNOTATIONS - {"enum", "const"} or not {"enum", "const"} & set(inner):
         return None
     got: frozenset[str] | None = None
     if "const" in inner:
@@ -428,7 +425,7 @@ def declared_properties(schema: JsonValue, pointer: str, resolve: Resolve, ref_o
     props = schema.get("properties")
     if isinstance(props, dict):
         for k, v in props.items():
-            out.setdefault(k, []).append((v, f"{pointer}/properties/{k.replace('~', '~0').replace('/', '~1')}"))
+            out.setdefault(k, []).append((v, ptr(pointer, "properties", k)))
     conj = schema.get("allOf")
     if isinstance(conj, list):
         for i, sub in enumerate(conj):
