@@ -382,6 +382,7 @@ class PushdownRuntime:
         # has no uncertain token (its mask then depends on the headroom and on whether a frame
         # lies below only), else None
         self._top_rows: dict[int, tuple[_Answer, _Answer | None] | None] = {}
+        self._answers_by_mask: dict[tuple[int, int], tuple[_Answer, _Answer | None]] = {}  # (mask, kind)
         # (top state, token) -> (state after the token's bytes or -1, largest need met, whether
         # an accepting state met a byte), or None when a state on the way makes a call
         self._flat_steps: dict[tuple[int, int], tuple[int, int, bool] | None] = {}
@@ -508,25 +509,39 @@ class PushdownRuntime:
             self._build_kinds()
         assert self._kinds is not None
         empty = self._empty_masks
-        if self._kinds[q] != _CALLS and ((empty is not None and empty[self.uncertain.item(q)])
-                                         or not self._mask_ids(int(self.uncertain[q])).size):
-            row = self.art.mask_row_of(int(self.art.state_mask[q]))
-            if self._kinds[q] == _ACCEPTS:
-                with_eos = row
-                if self._eos_bits:
-                    with_eos = row.copy()
-                    words = with_eos.view(np.uint32)
-                    for word, bit in self._eos_bits:
-                        words[word] |= np.uint32(bit)
-                    with_eos.setflags(write=False)
-                rows = ((with_eos, True), None)
-            else:
-                alone = (row, False)
-                rows = (alone, alone)
+        kind = self._kinds[q]
+        if kind != _CALLS:
+            u = self.uncertain.item(q)
+            if (empty is not None and empty[u]) or not self._mask_ids(u).size:
+                # shared by the states of one mask (a first visit of a state whose mask was
+                # met costs two look-ups, not a row copy)
+                key = (self.art.state_mask.item(q), kind)
+                rows = self._answers_by_mask.get(key)
+                if rows is None:
+                    if len(self._answers_by_mask) >= MEMO_LIMIT:
+                        self._answers_by_mask.clear()
+                    rows = self._answers_by_mask[key] = self._answers(key[0], kind == _ACCEPTS)
         if len(self._top_rows) >= MEMO_LIMIT:
             self._top_rows.clear()
         self._top_rows[q] = rows
         return rows
+
+    def _answers(self, m: int, accepts: bool) -> tuple[_Answer, _Answer | None]:
+        """:meth:`_top_row`'s answers for a state of mask ``m`` that makes no call and has no
+        uncertain token: the mask with EOS where the state accepts (and None below a frame,
+        where a return may branch off), else the mask alone either way."""
+        row = self.art.mask_row_of(m)
+        if not accepts:
+            alone = (row, False)
+            return alone, alone
+        with_eos = row
+        if self._eos_bits:
+            with_eos = row.copy()
+            words = with_eos.view(np.uint32)
+            for word, bit in self._eos_bits:
+                words[word] |= np.uint32(bit)
+            with_eos.setflags(write=False)
+        return (with_eos, True), None
 
     def _mask(self, config: Config) -> tuple[NDArray[np.int32], bool]:
         got, j = self._lookup(self._mask_memo, config, None)
@@ -758,6 +773,22 @@ class PushdownRuntime:
         if token is None:
             w = self._walk(config)
             return self._apply(config, tuple(w.run([(i, 0, ()) for i in range(len(config))], data)))
+        if len(config) == 1 and self.fast:
+            # One stack: the walk of the token's bytes from the top state, memoized per
+            # (state, token) (a key cheaper to hash than the configuration, and shared by
+            # every stack with that top).
+            s = config[0]
+            key2 = (s[-1], token)
+            flat = self._flat_steps.get(key2, _UNSEEN)
+            if flat is _UNSEEN:
+                flat = self._flat_walk(key2, data)
+            # No call on the way: the stack keeps its frames below the top, unless an
+            # accepting state met a byte with a frame below (a return could branch off).
+            if flat is not None and (len(s) == 1 or not flat[2]):
+                q2, need, _ = flat
+                if q2 < 0 or self.max_depth - len(s) < need:
+                    return ()
+                return (s[:-1] + (q2,),)
         key = (config, token)
         got = self._step_exact.get(key)
         if got is None:
@@ -768,21 +799,8 @@ class PushdownRuntime:
         return got
 
     def _token_step(self, config: Config, data: bytes, token: int) -> Config:
-        """:meth:`advance` by token ``token`` (bytes ``data``), not memoized per configuration."""
-        if len(config) == 1 and self.fast:
-            s = config[0]
-            q = s[-1]
-            key = (q, token)
-            flat = self._flat_steps.get(key, _UNSEEN)
-            if flat is _UNSEEN:
-                flat = self._flat_walk(key, data)
-            # No call on the way: the stack keeps its frames below the top, unless an
-            # accepting state met a byte with a frame below (a return could branch off).
-            if flat is not None and (len(s) == 1 or not flat[2]):
-                q2, need, _ = flat
-                if q2 < 0 or self.max_depth - len(s) < need:
-                    return ()
-                return (s[:-1] + (q2,),)
+        """:meth:`advance` by token ``token`` (bytes ``data``) past what the flat step
+        answers, not memoized per configuration."""
         got, j = self._lookup(self._step_memo, config, token)
         if got is not None:
             return self._apply(config, got)
