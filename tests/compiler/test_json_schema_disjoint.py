@@ -115,3 +115,39 @@ def test_overlapping_recursive_branches_are_still_refused() -> None:
     with pytest.raises(UnsupportedKeyword) as info:
         byte_artifact(schema)
     assert info.value.keyword == "oneOf"
+
+
+_REF_DEFS: dict[str, Any] = {"s": {"type": "string"}, "kinds": {"enum": ["a", "b"]}, "not_a": {"not": {"const": "a"}}}
+
+
+def _resolve_defs(ref: Any, _pointer: str) -> tuple[Any, str]:
+    name = ref.removeprefix("#/$defs/")
+    if name not in _REF_DEFS:
+        raise SchemaError(f"no target {ref!r}")
+    return _REF_DEFS[name], f"/$defs/{name}"
+
+
+def _with_k(prop: Any, required: bool = True) -> dict[str, Any]:
+    return {"type": "object", "properties": {"k": prop}, **({"required": ["k"]} if required else {})}
+
+
+@pytest.mark.parametrize("overrides", [True, False], ids=["draft7", "draft2020"])
+def test_a_property_reference_is_read_as_its_draft_reads_it(overrides: bool) -> None:
+    branches = [
+        _with_k({"$ref": "#/$defs/s", "enum": ["x"]}),  # draft 7 ignores the enum beside $ref
+        _with_k({"const": "y"}), _with_k({"const": "a"}), _with_k({"$ref": "#/$defs/kinds"}),
+        _with_k({"$ref": "#/$defs/not_a"}, required=False), _with_k({"$ref": "#/$defs/kinds", "const": "b"}),
+    ]
+    facts = [facts_of(b, "", _resolve_defs, overrides) for b in branches]
+    validator = jsonschema.Draft7Validator if overrides else jsonschema.Draft202012Validator
+    values = [{"k": v} for v in ("x", "y", "a", "b", 1)] + [{}]
+    proven = set()
+    for i, j in itertools.combinations(range(len(branches)), 2):
+        if disjoint(facts[i], facts[j]):
+            proven.add((i, j))
+            vi, vj = (validator({"$defs": _REF_DEFS, **branches[n]}) for n in (i, j))
+            assert not [v for v in values if vi.is_valid(v) and vj.is_valid(v)], (i, j)
+    # {"k": "y"} meets 0 and 1 where the enum is ignored; apart where it applies
+    assert ((0, 1) in proven) is not overrides
+    assert {(1, 3), (2, 4), (1, 2)} <= proven and (2, 3) not in proven  # through the references
+    assert ((2, 5) in proven) is not overrides  # "a": kinds alone in draft 7, kinds and "b" in 2020-12

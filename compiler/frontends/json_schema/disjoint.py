@@ -104,10 +104,34 @@ def _string_values(schema: JsonValue) -> frozenset[str] | None:
     return got
 
 
-def _excluded_strings(schema: JsonValue, ref_overrides: bool) -> frozenset[str] | None:
-    """The strings a property schema never admits by its ``not`` of string constants
+def _property_strings(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: bool,
+                      budget: int) -> tuple[frozenset[str] | None, frozenset[str] | None]:
+    """``(the only strings, strings never)`` a property schema's value takes, by its own
+    keywords and those of its ``$ref`` target (None: not known). A draft 4 to 7 ``$ref``
+    overrides its siblings: only the target speaks. Later drafts apply both, so both
+    narrow: their only strings meet, their excluded strings join."""
+    if not isinstance(schema, dict) or budget <= 0:
+        return None, None
+    vals: frozenset[str] | None = None
+    gone: frozenset[str] | None = None
+    if "$ref" in schema:
+        got = ref_target(schema, pointer, resolve)
+        if got is not None:
+            vals, gone = _property_strings(got[0], got[1], resolve, ref_overrides, budget - 1)
+        if ref_overrides:
+            return vals, gone
+    own, own_gone = _string_values(schema), _excluded_strings(schema)
+    if own is not None:
+        vals = own if vals is None else vals & own
+    if own_gone is not None:
+        gone = own_gone if gone is None else gone | own_gone
+    return vals, gone
+
+
+def _excluded_strings(schema: JsonValue) -> frozenset[str] | None:
+    """The strings a property schema never admits by its own ``not`` of string constants
     (``not: {"enum": [...]}`` or ``not: {"const": ...}``), or None where it says none."""
-    if not isinstance(schema, dict) or ("$ref" in schema and ref_overrides):
+    if not isinstance(schema, dict):
         return None
     inner = schema.get("not")
     if not isinstance(inner, dict) or set(inner) - ANNOTATIONS - {"enum", "const"} or not {"enum", "const"} & set(inner):
@@ -156,10 +180,9 @@ def _gather(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: bo
     if schema.get("additionalProperties") is False and not schema.get("patternProperties"):
         facts.closed.append(frozenset(props))
     for name, sub in props.items():
-        vals = _string_values(sub)
+        vals, gone = _property_strings(sub, ptr(pointer, "properties", name), resolve, ref_overrides, budget - 1)
         if vals is not None:
             facts.strings[name] = vals if name not in facts.strings else facts.strings[name] & vals
-        gone = _excluded_strings(sub, ref_overrides)
         if gone is not None:
             facts.excluded[name] = facts.excluded.get(name, frozenset()) | gone
     conj = schema.get("allOf")
