@@ -417,3 +417,37 @@ def test_declared_properties_read_through_references_and_allof() -> None:
     assert set(got) >= {"a", "a/b", "name", "kind", "size"}
     # draft 4 to 7: the siblings of $ref are ignored, so they declare nothing
     assert "x" not in declared_properties({**_ref("strict"), "properties": {"x": {}}}, "", _resolve, True)
+
+
+# Branches that differ only by an optional "protocol" (both extend one base through allOf):
+# an object without it meets every branch, one with it meets the branch of its constant.
+_METERS: dict[str, Any] = {
+    "$schema": "http://json-schema.org/draft-04/schema#",
+    "definitions": {"meter": {"type": "object", "required": ["enabled"],
+                              "properties": {"enabled": {"type": "boolean"}, "port": {"type": "integer"}}},
+                    "kind": {"enum": ["file"]}},
+    "oneOf": [
+        {"allOf": [{"$ref": "#/definitions/meter"}, {"properties": {"protocol": {"enum": ["s0"]}}}]},
+        {"allOf": [{"$ref": "#/definitions/meter"}, {"properties": {"protocol": {"enum": ["d0", "sml"]}}}]},
+        {"allOf": [{"$ref": "#/definitions/meter"}, {"properties": {"protocol": {"$ref": "#/definitions/kind"}}}]},
+    ],
+}
+
+
+def test_generation_oneof_requires_a_key_both_branches_confine_to_other_constants(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # No branch requires "protocol", but each confines it to its own constants (one of them
+    # through a reference): each branch writes its objects with "protocol" present.
+    _no_general_oneof(monkeypatch)
+    validator = jsonschema.Draft4Validator(_METERS)
+    written = []
+    for protocol in ({}, {"protocol": "s0"}, {"protocol": "sml"}, {"protocol": "file"}, {"protocol": "x"}):
+        for rest in ({"enabled": True}, {"enabled": False, "port": 1}, {"port": 1}):
+            value = {**rest, **protocol}
+            got = accepts(_METERS, serialize(value, _METERS).decode(), "generation")
+            assert not got or validator.is_valid(value), value  # sound
+            if got:
+                written.append(value)
+    assert len(written) == 6 and all(v["protocol"] in ("s0", "sml", "file") and "enabled" in v for v in written)
+    # without "protocol", an object meets all three branches: not valid, never written
+    assert not validator.is_valid({"enabled": True})

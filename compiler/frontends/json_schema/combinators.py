@@ -114,6 +114,16 @@ def _separator(mine: Facts, other: Facts, my_keys: list[frozenset[str]],
     return {k: False for k in absent}
 
 
+def _declared_apart(mine: Facts, other: Facts) -> str | None:
+    """A key both schemas confine to string constants, none in common, that ``mine`` admits
+    a value for: an object of ``mine`` that has the key is no instance of ``other`` (a
+    discriminator that neither requires). None where there is none."""
+    for k in sorted(mine.strings.keys() & other.strings.keys()):
+        if mine.strings[k] and not mine.strings[k] & other.strings[k]:
+            return k
+    return None
+
+
 class CombinatorsMixin(Base):
     """``allOf`` / ``anyOf`` / ``oneOf`` / ``not``."""
 
@@ -524,7 +534,8 @@ class CombinatorsMixin(Base):
         objects, a union inside a branch): each branch that writes objects alone, cut down by
         keywords to objects that no other branch admits. Against another branch that
         requires a key with string constants, the key takes none of them (or is absent);
-        otherwise, for each set of keys one of which that branch requires
+        else where both confine a key to string constants, none shared, the key is
+        required; otherwise, for each set of keys one of which that branch requires
         (:func:`.disjoint.required_alternatives`), a key of the set that this branch does
         not require is forbidden (``properties: {k: false}``). Every object written then
         meets its own branch alone (a part of the instances, as generation allows).
@@ -549,6 +560,10 @@ class CombinatorsMixin(Base):
                     continue
                 cut = _separator(facts[i], facts[j], keys[i], keys[j])
                 if cut is None:
+                    key = _declared_apart(facts[i], facts[j])
+                    if key is not None:
+                        need.add(key)  # (its value is then one the other branch never admits there)
+                        continue
                     nested = self._nested_separator(subs[i], subs[j], overrides)
                     if nested is None:
                         return None
@@ -560,7 +575,7 @@ class CombinatorsMixin(Base):
             extra: dict[str, JsonValue] = {"properties": props}
             if need:
                 extra["required"] = sorted(need)
-            sub: JsonValue = {"allOf": [subs[i][0], extra]} if props else subs[i][0]
+            sub: JsonValue = {"allOf": [subs[i][0], extra]} if props or need else subs[i][0]
             parts.append(self.or_nothing(lambda: self.value(sub, subs[i][1], depth)))
         return alt(*parts) if parts else NOTHING
 
