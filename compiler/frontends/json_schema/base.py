@@ -122,6 +122,7 @@ class Base:
         self.shared: set[str] = set()  # keys made rules only for lying on another key's cycle
         self.rule_names: dict[str, str] = {}  # expansion key -> rule name (depth excluded)
         self.taken_names: set[str] = set()
+        self.name_numbers: dict[str, int] = {}  # fallback name -> the number its last rule took
         self.merging: list[int] = []  # ids of the schemas whose allOf is being merged
         self.bounded_any = 0  # > 0: free-form values are regular, ONEOF_ANY_DEPTH deep
 

@@ -643,7 +643,7 @@ class CombinatorsMixin(Base):
         dropped keyword only widens). The compile's rules are left as they were.
         """
         saved = (self.options, dict(self.rules), dict(self.rule_names), set(self.taken_names),
-                 set(self.recursive), set(self.shared), list(self.not_enforced),
+                 dict(self.name_numbers), set(self.recursive), set(self.shared), list(self.not_enforced),
                  getattr(self, "_in_subject", False))
         self.options = replace(self.options, semantics="exact", lenient=True)
         self._over += 1
@@ -656,8 +656,8 @@ class CombinatorsMixin(Base):
         finally:
             self._over -= 1
             self.bounded_any = bounded
-            (self.options, self.rules, self.rule_names, self.taken_names, self.recursive, self.shared,
-             self.not_enforced, self._in_subject) = saved
+            (self.options, self.rules, self.rule_names, self.taken_names, self.name_numbers, self.recursive,
+             self.shared, self.not_enforced, self._in_subject) = saved
         return _any_order(map_refs(node, _widen))
 
     def literals(self, values: list[JsonValue], schema: dict[str, JsonValue], pointer: str, depth: int) -> Node:

@@ -212,10 +212,14 @@ class RefsMixin(Base):
         """The rule name of an expansion key: its pointer, ``@depth`` under pretty."""
         name = self.rule_names.get(key)
         if name is None:
-            name, n = fallback, 1
+            # (numbered from where the last key of this fallback stopped: names stay taken,
+            # so the numbers below are, and a name costs no scan of them)
+            n = self.name_numbers.get(fallback, 1)
+            name = fallback if n == 1 else f"{fallback}#{n}"
             while name in self.taken_names:
                 n += 1
                 name = f"{fallback}#{n}"
+            self.name_numbers[fallback] = n
             self.rule_names[key] = name
             self.taken_names.add(name)
         return f"{name}@{depth}" if self.pretty else name
