@@ -19,6 +19,7 @@ VALUES: list[Any] = [
     {"type": "reference"}, {"type": "section"}, {"type": "reference", "referent": {}},
     {"type": "section", "version": "1"}, {"type": "x", "version": "1", "referent": 1},
     {"version": "1"}, {"referent": {}, "_id": "a"}, {"type": 1, "referent": {}},
+    {"version": 3}, {"version": 1}, {"version": 1.0}, {"version": True}, {"version": None}, {"version": 1.5},
 ]
 
 BRANCHES: list[Any] = [
@@ -37,6 +38,12 @@ BRANCHES: list[Any] = [
     {"type": "object", "properties": {"type": {"not": {"enum": ["section"], "type": "string"}}}},  # not read
     {"type": "object", "properties": {"type": {"not": {"const": "reference"}}}},
     {"type": "object", "properties": {"type": {"type": "string", "not": {"const": 1}}}},  # excludes no string
+    # constants of other scalar kinds: numbers by value, true is not 1
+    {"type": "object", "required": ["version"], "properties": {"version": {"enum": [3]}}},
+    {"type": "object", "required": ["version"], "properties": {"version": {"const": 1.0}}},
+    {"type": "object", "required": ["version"], "properties": {"version": {"enum": [1, True, 1.5]}}},
+    {"type": "object", "required": ["version"], "properties": {"version": {"enum": [None, "1", [1]]}}},  # not read
+    {"type": "object", "required": ["version"], "properties": {"version": {"enum": [None, "1", 1.5]}}},
 ]
 
 
@@ -71,6 +78,9 @@ def test_the_discriminators_are_recognized() -> None:
     assert not disjoint(f[6], f[17])  # a not with other keywords may admit less: not read
     assert not disjoint(f[6], f[18]) and not disjoint(f[16], f[18])  # "section" meets 18; neither requires "type"
     assert not disjoint(f[6], f[19])
+    assert disjoint(f[20], f[21]) and disjoint(f[20], f[22]) and not disjoint(f[21], f[22])  # 1.0 is 1
+    assert not disjoint(f[20], f[23]) and disjoint(f[20], f[24]) and not disjoint(f[22], f[24])  # 1.5 in both
+    assert not disjoint(f[5], f[20])  # "version" unconstrained in one
 
 
 RECURSIVE = {

@@ -422,7 +422,7 @@ def test_declared_properties_read_through_references_and_allof() -> None:
 # Branches that differ only by an optional "protocol" (both extend one base through allOf):
 # an object without it meets every branch, one with it meets the branch of its constant.
 _METERS: dict[str, Any] = {
-    "$schema": "http://json-schema.org/draft-04/schema#",
+    "$schema": "http://json-schema.org/draft-07/schema#",
     "definitions": {"meter": {"type": "object", "required": ["enabled"],
                               "properties": {"enabled": {"type": "boolean"}, "port": {"type": "integer"}}},
                     "kind": {"enum": ["file"]}},
@@ -430,6 +430,7 @@ _METERS: dict[str, Any] = {
         {"allOf": [{"$ref": "#/definitions/meter"}, {"properties": {"protocol": {"enum": ["s0"]}}}]},
         {"allOf": [{"$ref": "#/definitions/meter"}, {"properties": {"protocol": {"enum": ["d0", "sml"]}}}]},
         {"allOf": [{"$ref": "#/definitions/meter"}, {"properties": {"protocol": {"$ref": "#/definitions/kind"}}}]},
+        {"allOf": [{"$ref": "#/definitions/meter"}, {"properties": {"protocol": {"const": 7}}}]},
     ],
 }
 
@@ -437,17 +438,18 @@ _METERS: dict[str, Any] = {
 def test_generation_oneof_requires_a_key_both_branches_confine_to_other_constants(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # No branch requires "protocol", but each confines it to its own constants (one of them
-    # through a reference): each branch writes its objects with "protocol" present.
+    # through a reference, one a number): each branch writes its objects with "protocol".
     _no_general_oneof(monkeypatch)
-    validator = jsonschema.Draft4Validator(_METERS)
+    validator = jsonschema.Draft7Validator(_METERS)
     written = []
-    for protocol in ({}, {"protocol": "s0"}, {"protocol": "sml"}, {"protocol": "file"}, {"protocol": "x"}):
+    for protocol in ({}, {"protocol": "s0"}, {"protocol": "sml"}, {"protocol": "file"}, {"protocol": "x"},
+                     {"protocol": 7}, {"protocol": 7.0}, {"protocol": 8}):
         for rest in ({"enabled": True}, {"enabled": False, "port": 1}, {"port": 1}):
             value = {**rest, **protocol}
             got = accepts(_METERS, serialize(value, _METERS).decode(), "generation")
             assert not got or validator.is_valid(value), value  # sound
             if got:
                 written.append(value)
-    assert len(written) == 6 and all(v["protocol"] in ("s0", "sml", "file") and "enabled" in v for v in written)
+    assert len(written) == 10 and all(v["protocol"] in ("s0", "sml", "file", 7) and "enabled" in v for v in written)
     # without "protocol", an object meets all three branches: not valid, never written
     assert not validator.is_valid({"enabled": True})

@@ -115,11 +115,11 @@ def _separator(mine: Facts, other: Facts, my_keys: list[frozenset[str]],
 
 
 def _declared_apart(mine: Facts, other: Facts) -> str | None:
-    """A key both schemas confine to string constants, none in common, that ``mine`` admits
+    """A key both schemas confine to scalar constants, none in common, that ``mine`` admits
     a value for: an object of ``mine`` that has the key is no instance of ``other`` (a
     discriminator that neither requires). None where there is none."""
-    for k in sorted(mine.strings.keys() & other.strings.keys()):
-        if mine.strings[k] and not mine.strings[k] & other.strings[k]:
+    for k in sorted(mine.scalars.keys() & other.scalars.keys()):
+        if mine.scalars[k] and not mine.scalars[k] & other.scalars[k]:
             return k
     return None
 
@@ -534,7 +534,7 @@ class CombinatorsMixin(Base):
         objects, a union inside a branch): each branch that writes objects alone, cut down by
         keywords to objects that no other branch admits. Against another branch that
         requires a key with string constants, the key takes none of them (or is absent);
-        else where both confine a key to string constants, none shared, the key is
+        else where both confine a key to scalar constants, none shared, the key is
         required; otherwise, for each set of keys one of which that branch requires
         (:func:`.disjoint.required_alternatives`), a key of the set that this branch does
         not require is forbidden (``properties: {k: false}``). Every object written then

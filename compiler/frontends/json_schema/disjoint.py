@@ -17,6 +17,7 @@ which only ever narrows what a branch admits, so a proof from them is sound:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -42,6 +43,7 @@ class Facts:
     closed: list[frozenset[str]] = field(default_factory=list)  # declared names of closed object facets
     strings: dict[str, frozenset[str]] = field(default_factory=dict)  # property -> its only string values
     excluded: dict[str, frozenset[str]] = field(default_factory=dict)  # property -> strings it never takes
+    scalars: dict[str, frozenset[Scalar]] = field(default_factory=dict)  # property -> its only values, all scalars
 
 
 def _types_of(schema: dict[str, JsonValue]) -> frozenset[str] | None:
@@ -104,28 +106,66 @@ def _string_values(schema: JsonValue) -> frozenset[str] | None:
     return got
 
 
-def _property_strings(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: bool,
-                      budget: int) -> tuple[frozenset[str] | None, frozenset[str] | None]:
-    """``(the only strings, strings never)`` a property schema's value takes, by its own
-    keywords and those of its ``$ref`` target (None: not known). A draft 4 to 7 ``$ref``
-    overrides its siblings: only the target speaks. Later drafts apply both, so both
-    narrow: their only strings meet, their excluded strings join."""
+Scalar = tuple[str, object]
+"""A scalar JSON value as JSON Schema compares it: tagged by kind (``true`` is not ``1``),
+numbers by value (``1`` is ``1.0``)."""
+
+
+def _scalar(v: JsonValue) -> Scalar | None:
+    """``v`` as a :data:`Scalar`; None for an array, an object or a number no float holds."""
+    if isinstance(v, str):
+        return ("string", v)
+    if isinstance(v, bool) or v is None:
+        return ("literal", v)
+    if isinstance(v, int):
+        return ("number", v)
+    if isinstance(v, float) and math.isfinite(v):
+        return ("number", int(v) if v.is_integer() else v)
+    return None
+
+
+def _scalar_values(schema: dict[str, JsonValue]) -> frozenset[Scalar] | None:
+    """The values a property schema admits when ``const``/``enum`` lists them, all scalars."""
+    got: frozenset[Scalar] | None = None
+    for kw in ("const", "enum"):
+        if kw not in schema:
+            continue
+        listed = [schema[kw]] if kw == "const" else schema[kw]
+        if not isinstance(listed, list):
+            return None
+        keys = [_scalar(x) for x in listed]
+        if any(k is None for k in keys):
+            return None
+        vals = frozenset(k for k in keys if k is not None)
+        got = vals if got is None else got & vals
+    return got
+
+
+def _property_values(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: bool, budget: int
+                     ) -> tuple[frozenset[str] | None, frozenset[str] | None, frozenset[Scalar] | None]:
+    """``(the only strings, strings never, the only values as scalars)`` a property
+    schema's value takes, by its own keywords and those of its ``$ref`` target (None: not
+    known). A draft 4 to 7 ``$ref`` overrides its siblings: only the target speaks. Later
+    drafts apply both, so both narrow: the only values meet, the excluded strings join."""
     if not isinstance(schema, dict) or budget <= 0:
-        return None, None
+        return None, None, None
     vals: frozenset[str] | None = None
     gone: frozenset[str] | None = None
+    consts: frozenset[Scalar] | None = None
     if "$ref" in schema:
         got = ref_target(schema, pointer, resolve)
         if got is not None:
-            vals, gone = _property_strings(got[0], got[1], resolve, ref_overrides, budget - 1)
+            vals, gone, consts = _property_values(got[0], got[1], resolve, ref_overrides, budget - 1)
         if ref_overrides:
-            return vals, gone
-    own, own_gone = _string_values(schema), _excluded_strings(schema)
+            return vals, gone, consts
+    own, own_gone, own_consts = _string_values(schema), _excluded_strings(schema), _scalar_values(schema)
     if own is not None:
         vals = own if vals is None else vals & own
     if own_gone is not None:
         gone = own_gone if gone is None else gone | own_gone
-    return vals, gone
+    if own_consts is not None:
+        consts = own_consts if consts is None else consts & own_consts
+    return vals, gone, consts
 
 
 def _excluded_strings(schema: JsonValue) -> frozenset[str] | None:
@@ -180,11 +220,14 @@ def _gather(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: bo
     if schema.get("additionalProperties") is False and not schema.get("patternProperties"):
         facts.closed.append(frozenset(props))
     for name, sub in props.items():
-        vals, gone = _property_strings(sub, ptr(pointer, "properties", name), resolve, ref_overrides, budget - 1)
+        vals, gone, consts = _property_values(sub, ptr(pointer, "properties", name), resolve, ref_overrides,
+                                              budget - 1)
         if vals is not None:
             facts.strings[name] = vals if name not in facts.strings else facts.strings[name] & vals
         if gone is not None:
             facts.excluded[name] = facts.excluded.get(name, frozenset()) | gone
+        if consts is not None:
+            facts.scalars[name] = consts if name not in facts.scalars else facts.scalars[name] & consts
     conj = schema.get("allOf")
     if isinstance(conj, list):
         for i, sub in enumerate(conj):
@@ -208,6 +251,9 @@ def disjoint(a: Facts, b: Facts) -> bool:
         va, vb = a.strings.get(name), b.strings.get(name)
         if va is not None and vb is not None and not va & vb:
             return True
+        ca, cb = a.scalars.get(name), b.scalars.get(name)
+        if ca is not None and cb is not None and not ca & cb:
+            return True  # (constants of any scalar kind: "version": 3 against "version": 1)
     for x, y in ((a, b), (b, a)):
         for name in x.required:  # (present in every instance of x; y's constraint then applies)
             vx, gone = x.strings.get(name), y.excluded.get(name)
@@ -271,7 +317,7 @@ def _few(sets: list[frozenset[str]]) -> list[frozenset[str]]:
 def on_objects(f: Facts) -> Facts:
     """``f`` for the schema's object instances alone (its types met with ``object``)."""
     return Facts(f.empty, _meet(f.types, frozenset({"object"})), set(f.required), list(f.closed), dict(f.strings),
-                 dict(f.excluded))
+                 dict(f.excluded), dict(f.scalars))
 
 
 # -- which non-objects a schema admits --------------------------------------------------------
@@ -505,4 +551,5 @@ def generation_facts(schema: JsonValue, pointer: str, resolve: Resolve, ref_over
     seen: set[str] = set()
     if _declared(schema, pointer, resolve, ref_overrides, names, seen, _DEPTH) and "properties" in seen:
         closed.append(frozenset(names))  # (an object that declares no properties admits any key)
-    return Facts(facts.empty, types, set(facts.required), closed, dict(facts.strings), dict(facts.excluded))
+    return Facts(facts.empty, types, set(facts.required), closed, dict(facts.strings), dict(facts.excluded),
+                 dict(facts.scalars))
