@@ -453,3 +453,30 @@ def test_generation_oneof_requires_a_key_both_branches_confine_to_other_constant
     assert len(written) == 10 and all(v["protocol"] in ("s0", "sml", "file", 7) and "enabled" in v for v in written)
     # without "protocol", an object meets all three branches: not valid, never written
     assert not validator.is_valid({"enabled": True})
+
+
+# A privilege: a name, or an object closed to one name (the empty object meets every object branch).
+_PRIVILEGE: dict[str, Any] = {
+    "oneOf": [
+        {"type": "string", "enum": ["all", "insert"]},
+        {"type": "object", "additionalProperties": False,
+         "properties": {"all": {"type": "object", "properties": {"grantable": {"type": "boolean"}}}}},
+        {"type": "object", "additionalProperties": False, "properties": {"insert": {"type": "boolean"}}},
+    ],
+}
+
+
+def test_generation_oneof_requires_a_key_the_other_branches_forbid(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each object branch writes its objects with its one key, which the other's closed
+    # objects forbid; the string branch meets no object branch and is kept whole.
+    _no_general_oneof(monkeypatch)
+    validator = jsonschema.Draft202012Validator(_PRIVILEGE)
+    written = []
+    for value in ("all", "insert", "x", {}, {"all": {}}, {"all": {"grantable": True}}, {"insert": False},
+                  {"insert": {}}, {"all": {}, "insert": True}):
+        got = accepts(_PRIVILEGE, serialize(value, _PRIVILEGE).decode(), "generation")
+        assert not got or validator.is_valid(value), value  # sound
+        if got:
+            written.append(value)
+    assert written == ["all", "insert", {"all": {}}, {"all": {"grantable": True}}, {"insert": False}]
+    assert not validator.is_valid({})  # in both object branches: never written

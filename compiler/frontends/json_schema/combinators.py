@@ -124,6 +124,19 @@ def _declared_apart(mine: Facts, other: Facts) -> str | None:
     return None
 
 
+def _forbidden_key(declared: dict[str, list[tuple[JsonValue, str]]], mine: Facts, other: Facts) -> str | None:
+    """A key ``mine`` declares with a schema other than ``false`` and admits that ``other``
+    forbids (a closed object without it): an object of ``mine`` that has the key is no
+    instance of ``other``. None where there is none."""
+    if not other.closed:
+        return None
+    for k, decls in sorted(declared.items()):
+        if all(d is not False for d, _ in decls) and all(k in names for names in mine.closed) and any(
+                k not in names for names in other.closed):
+            return k
+    return None
+
+
 class CombinatorsMixin(Base):
     """``allOf`` / ``anyOf`` / ``oneOf`` / ``not``."""
 
@@ -481,7 +494,7 @@ class CombinatorsMixin(Base):
             writes = {i: generation_facts(subs[i][0], subs[i][1], self.resolve, overrides, facts[i]) for i in live}
             got = self._generation_exclusive(nodes, live, writes, facts)
             if got is None:
-                got = self._generation_separated(subs, live, writes, facts, depth)
+                got = self._generation_separated(nodes, subs, live, writes, facts, depth)
             if got is not None:
                 return got
         overs = [self.over_approx(sub, bptr, depth) for sub, bptr in subs]
@@ -528,41 +541,53 @@ class CombinatorsMixin(Base):
                 if not any(j != i and implies(subs[i][0], subs[i][1], subs[j][0], subs[j][1], self.resolve, overrides)
                            for j in range(n))]
 
-    def _generation_separated(self, subs: list[tuple[JsonValue, str]], live: list[int], writes: dict[int, Facts],
-                              facts: list[Facts], depth: int) -> Node | None:
+    def _generation_separated(self, nodes: list[Node], subs: list[tuple[JsonValue, str]], live: list[int],
+                              writes: dict[int, Facts], facts: list[Facts], depth: int) -> Node | None:
         """``oneOf`` in ``generation`` semantics over branches whose objects overlap (open
         objects, a union inside a branch): each branch that writes objects alone, cut down by
         keywords to objects that no other branch admits. Against another branch that
         requires a key with string constants, the key takes none of them (or is absent);
-        else where both confine a key to scalar constants, none shared, the key is
-        required; otherwise, for each set of keys one of which that branch requires
+        else where both confine a key to scalar constants, none shared, or where this branch
+        declares a key the other's closed objects forbid, the key is required; otherwise,
+        for each set of keys one of which that branch requires
         (:func:`.disjoint.required_alternatives`), a key of the set that this branch does
         not require is forbidden (``properties: {k: false}``). Every object written then
-        meets its own branch alone (a part of the instances, as generation allows).
-        ``live`` and ``writes`` as in :meth:`_generation_exclusive`.
+        meets its own branch alone (a part of the instances, as generation allows). A branch
+        whose writes meet no other branch (a string among objects) is kept whole. ``live``
+        and ``writes`` as in :meth:`_generation_exclusive`.
 
-        None where a branch may write other values, or a set of the other branch's keys is
-        all required here (the general construction applies)."""
+        None where another branch may write other values, or a set of the other branch's
+        keys is all required here (the general construction applies)."""
         overrides = ref_overrides_siblings(self.draft)
         n = len(subs)
         keys = [required_alternatives(sub, bptr, self.resolve, overrides) for sub, bptr in subs]
         parts: list[Node] = []
         for i in live:
             mine = writes[i]
+            if all(j == i or disjoint(mine, facts[j]) for j in range(n)):
+                parts.append(nodes[i])  # (what it writes meets no other branch: kept whole)
+                continue
             if mine.types is None or not mine.types <= {"object"}:
                 return None
             if not declares_keys(subs[i][0], subs[i][1], self.resolve, overrides):
                 return None  # (generation: an object that declares no keys admits others; a cut would declare them)
             props: dict[str, JsonValue] = {}
             need: set[str] = set()
+            declared: dict[str, list[tuple[JsonValue, str]]] | None = None  # (read on first need)
             for j in range(n):
                 if j == i or disjoint(mine, facts[j]):
                     continue
                 cut = _separator(facts[i], facts[j], keys[i], keys[j])
                 if cut is None:
                     key = _declared_apart(facts[i], facts[j])
+                    if key is None:
+                        if declared is None:
+                            declared = declared_properties(subs[i][0], subs[i][1], self.resolve, overrides)
+                        key = _forbidden_key(declared, facts[i], facts[j])
                     if key is not None:
-                        need.add(key)  # (its value is then one the other branch never admits there)
+                        # (its value is one the other branch never admits there, or the other
+                        # branch admits no such key)
+                        need.add(key)
                         continue
                     nested = self._nested_separator(subs[i], subs[j], overrides)
                     if nested is None:
