@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import jsonschema
 import pytest
 
 import maskc
@@ -138,3 +139,46 @@ def test_recursive_ref_with_an_embedded_anchor_is_refused() -> None:
     with pytest.raises(UnsupportedKeyword) as e:
         maskc.compile_json_schema(schema, byte_tokenizer())
     assert e.value.keyword == "$recursiveRef"
+
+
+D6 = "http://json-schema.org/draft-06/schema#"
+
+
+def test_later_keywords_are_dropped_where_schemas_are_and_nowhere_else() -> None:
+    from maskc.compiler.frontends.json_schema.drafts import later_keywords
+
+    doc: dict[str, Any] = {
+        "$schema": D4, "const": 1,
+        "properties": {"const": {"type": "string", "contains": {}}, "if": {"enum": [{"if": 1}], "default": {"then": 2}}},
+        "definitions": {"d": {"allOf": [{"if": {}, "then": {}, "minimum": 1}]}},
+        "x-vendor": {"propertyNames": {}},  # (a reference may reach a schema under an unknown keyword)
+    }
+    out, dropped = later_keywords(doc, "draft4")
+    assert sorted(dropped) == sorted([
+        ("const", "/const"), ("contains", "/properties/const/contains"), ("if", "/definitions/d/allOf/0/if"),
+        ("then", "/definitions/d/allOf/0/then"), ("propertyNames", "/x-vendor/propertyNames")])
+    assert out["properties"]["const"] == {"type": "string"} and out["properties"]["if"] is doc["properties"]["if"]
+    assert out["definitions"]["d"] == {"allOf": [{"minimum": 1}]}
+    assert doc["const"] == 1 and "contains" in doc["properties"]["const"]  # (the input is not modified)
+    assert later_keywords(doc, "draft7")[1] == [] and later_keywords(doc, "draft2020-12")[0] is doc
+    assert [k for k, _ in later_keywords({"if": {}, "const": 1, "dependentRequired": {}}, "draft6")[1]] == [
+        "if", "dependentRequired"]
+
+
+@pytest.mark.parametrize("uri, enforced", [(D4, False), (D6, True), (D7, True), (None, True)])
+def test_const_is_a_keyword_from_draft6_on(uri: str | None, enforced: bool) -> None:
+    # Branches told apart by const: a draft-04 validator ignores const, so an object with
+    # "n" meets both branches there (not valid); from draft-06 on, "kind" tells them apart.
+    body: dict[str, Any] = {"type": "object", "required": ["kind"], "oneOf": [
+        {"properties": {"kind": {"const": "a"}}}, {"properties": {"kind": {"type": "string"}, "n": {"const": 1}},
+                                                   "required": ["n"]}]}
+    schema = body if uri is None else {"$schema": uri, **body}
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    values = [{"kind": "a"}, {"kind": "b", "n": 1}, {"kind": "b", "n": 2}, {"kind": "a", "n": 1}, {"kind": "b"}]
+    got = [accepts(schema, v) for v in values]
+    assert got == [validator.is_valid(v) for v in values]
+    assert got == ([True, True, False, False, False] if enforced else [True, False, False, False, True])
+    art = maskc.compile_json_schema(schema, byte_tokenizer())
+    notes = [e for e in art.not_enforced if e.get("kind") == "annotation" and e["keyword"] == "const"]
+    assert [e["pointer"] for e in notes] == ([] if enforced else ["/oneOf/0/properties/kind/const",
+                                                                 "/oneOf/1/properties/n/const"])

@@ -30,6 +30,7 @@ from maskc.compiler.frontends.json_schema.base import (
 )
 from maskc.compiler.frontends.json_schema.combinators import CombinatorsMixin
 from maskc.compiler.frontends.json_schema.conditionals import ConditionalsMixin
+from maskc.compiler.frontends.json_schema.drafts import DRAFT_NAMES, later_keywords
 from maskc.compiler.frontends.json_schema.inputs import schema_from
 from maskc.compiler.frontends.json_schema.objects import ObjectsMixin
 from maskc.compiler.frontends.json_schema.refs import ANY_RULE, RefsMixin
@@ -50,6 +51,14 @@ class SchemaCompiler(ConditionalsMixin, RefsMixin, CombinatorsMixin, ObjectsMixi
         super().__init__(root, options)
         self.root = self.absolutized()
         self._index, self.absolute = None, True  # one resource now, root-relative pointers
+        draft = self.draft
+        self.root, dropped = later_keywords(self.root, draft)
+        if dropped:
+            self._index = None  # (built again on the document as compiled)
+        for keyword, where in dropped:
+            name = DRAFT_NAMES[draft]
+            self.annotation(keyword, where, f"not a {name} keyword (the draft $schema names): ignored, as {name} "
+                            "validators ignore it; name a later draft in $schema to have it enforced")
 
     def compile(self) -> Grammar:
         """The grammar of the root schema (start rule first).
