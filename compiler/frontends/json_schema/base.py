@@ -26,6 +26,8 @@ __all__ = [
     "NUMBER_KW",
     "OBJECT_KW",
     "ARRAY_KW",
+    "VALUE_KEYWORDS",
+    "SCHEMA_MAPS",
     "ptr",
     "dumps_layout",
     "is_type",
@@ -50,6 +52,10 @@ STRING_KW = frozenset({"minLength", "maxLength", "pattern", "format"})
 NUMBER_KW = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})
 OBJECT_KW = frozenset({"properties", "required", "additionalProperties", "patternProperties"})
 ARRAY_KW = frozenset({"items", "prefixItems", "minItems", "maxItems", "additionalItems"})
+VALUE_KEYWORDS = frozenset({"enum", "const", "default", "examples", "example"})
+"""Keywords whose values are JSON values, not schemas (a document walk does not enter them)."""
+SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"})
+"""Keywords whose value maps names to schemas (a name there is not a keyword)."""
 
 
 def ptr(base: str, *parts: str | int) -> str:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from maskc.compiler.frontends.json_schema.base import JsonValue, ptr
+from maskc.compiler.frontends.json_schema.base import SCHEMA_MAPS, VALUE_KEYWORDS, JsonValue, ptr
 
 __all__ = ["DRAFTS", "Draft", "draft_of", "ref_overrides_siblings", "id_keyword", "later_keywords"]
 
@@ -64,9 +64,6 @@ _LATER: dict[Draft, frozenset[str]] = {
 """Per draft, the assertion and applicator keywords later drafts introduced (identifiers and
 locations such as ``$anchor`` or ``$defs`` are not: a reference may name them)."""
 
-_VALUES = frozenset({"enum", "const", "default", "examples", "example"})  # values, not schemas
-_NAMED = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"})
-
 DRAFT_NAMES = {"draft4": "draft-04", "draft6": "draft-06", "draft7": "draft-07",
                "draft2019-09": "2019-09", "draft2020-12": "2020-12"}
 
@@ -96,11 +93,11 @@ def later_keywords(root: JsonValue, draft: Draft) -> tuple[JsonValue, list[tuple
                 changed = True
                 continue
             nv = v
-            if k in _NAMED and isinstance(v, dict):
+            if k in SCHEMA_MAPS and isinstance(v, dict):
                 named = {name: walk(sub, ptr(where, k, name)) for name, sub in v.items()}
                 if any(named[name] is not v[name] for name in v):
                     nv = named
-            elif k not in _VALUES:
+            elif k not in VALUE_KEYWORDS:
                 nv = walk(v, ptr(where, k))
             changed = changed or nv is not v
             out[k] = nv

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from urllib.parse import quote, unquote, urldefrag, urljoin, urlsplit
 
 from maskc.compiler.errors import SchemaError, UnsupportedKeyword
-from maskc.compiler.frontends.json_schema.base import ANNOTATIONS, Base, JsonValue, ptr
+from maskc.compiler.frontends.json_schema.base import ANNOTATIONS, SCHEMA_MAPS, VALUE_KEYWORDS, Base, JsonValue, ptr
 from maskc.compiler.frontends.json_schema.drafts import Draft, draft_of, id_keyword, ref_overrides_siblings
 from maskc.compiler.frontends.json_text import CANONICAL_ANY_CHAR, JSON_CHAR, NUMBER, Layout
 from maskc.compiler.jsonpointer import resolve as resolve_pointer
@@ -46,11 +46,7 @@ __all__ = ["RefsMixin", "ANY_RULE", "ONEOF_ANY_DEPTH", "has_ref", "map_refs", "p
 ANY_RULE = "any"
 ONEOF_ANY_DEPTH = 3
 """Nesting of a free-form value inside overlapping ``oneOf`` branches (kept regular there)."""
-_DATA_KEYS = frozenset({"enum", "const", "default", "examples", "example"})  # values, not schemas
 _REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
-# keywords whose value maps names to schemas (a name there is not a keyword)
-_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas",
-                          "dependencies"})
 _REMOTE_HINT = "bundle the referenced schema into $defs and refer to it as #/$defs/NAME"
 
 
@@ -454,10 +450,10 @@ class _Index:
         if is_schema:
             base = self._enter(node, where, base)
         for k, v in node.items():
-            if k in _DATA_KEYS:
+            if k in VALUE_KEYWORDS:
                 continue
             # the values of these are maps from names to schemas, not schemas
-            named = k in _SCHEMA_MAPS
+            named = k in SCHEMA_MAPS
             if named and isinstance(v, dict):
                 for name, sub in v.items():
                     self._walk(sub, ptr(where, k, name), base, True)
