@@ -182,3 +182,17 @@ def test_const_is_a_keyword_from_draft6_on(uri: str | None, enforced: bool) -> N
     notes = [e for e in art.not_enforced if e.get("kind") == "annotation" and e["keyword"] == "const"]
     assert [e["pointer"] for e in notes] == ([] if enforced else ["/oneOf/0/properties/kind/const",
                                                                  "/oneOf/1/properties/n/const"])
+
+
+@pytest.mark.parametrize("uri, enforced", [(D4, False), (D7, True)])
+def test_a_subschema_compiled_in_place_is_read_in_the_documents_draft(uri: str, enforced: bool) -> None:
+    from maskc.compiler.dfa import determinize
+    from maskc.compiler.lint.languages import compile_subschema
+    from maskc.compiler.nfa import lower
+    from maskc.compiler.options import CompileOptions
+
+    doc = {"$schema": uri, "oneOf": [{"type": "string", "const": "a"}, {"type": "integer"}]}
+    for given in (None, {"type": "string", "const": "a"}):  # (the node at the pointer, or one in its place)
+        dfa = determinize(lower(compile_subschema(doc, "/oneOf/0", CompileOptions(), given).grammar.body))
+        state = dfa.walk(0, b'"b"')
+        assert (state >= 0 and bool(dfa.accepting[state])) is not enforced

@@ -93,6 +93,7 @@ class SchemaCompiler(ConditionalsMixin, RefsMixin, CombinatorsMixin, ObjectsMixi
             # keyed like a "$ref": "#<pointer>", so a reference back to it recurses into a rule
             top = self.expand("#" + pointer, lambda: self.value(found, pointer or "#", 0), 0, "$ref", pointer)
         else:
+            schema = later_keywords(schema, self.draft)[0]  # (read in the document's draft, as the root is)
             top = self.value(schema, pointer, 0)
         grammar = self.grammar(top)
         if grammar.body == NOTHING:
