@@ -3,7 +3,7 @@
 ``unbounded-recursion`` and ``no-base-case`` come from the front end's recursive rules
 (:mod:`.recursion`); ``whitespace-runaway`` and ``max-tokens-budget`` from the compiled
 automaton (:mod:`.budget`); ``unenforced-keyword`` and ``unknown-format`` are the front end's
-own ``not_enforced`` list. The front end and the automaton are computed once per schema and
+own ``not_enforced`` list, ``later-draft-keyword`` the keywords it ignores by the draft. The front end and the automaton are computed once per schema and
 shared through ``ctx.shared`` (keys ``"termination.front"`` and ``"automaton"``).
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from maskc.compiler.findings import Finding, RuleInfo
+from maskc.compiler.frontends.json_schema.drafts import DRAFT_NAMES, draft_of, later_keywords
 from maskc.compiler.lint import LintContext
 from maskc.compiler.lint.budget import (
     FLEXIBLE_WARN_WIDTH,
@@ -88,6 +89,21 @@ RULES: list[RuleInfo] = [
         example='{"type": "string", "format": "phone"}',
         fix="use a pattern for the format, or validate it after decoding",
     ),
+    RuleInfo(
+        id="later-draft-keyword", severity="warning",
+        summary="A keyword that the draft named by $schema does not have (const in a draft-04 "
+                "document): that draft's validators ignore it, and so does maskc.",
+        why="Keywords came with drafts: const, contains and propertyNames with draft-06, "
+            "if/then/else with draft-07, dependentRequired and unevaluatedProperties with "
+            "2019-09, prefixItems with 2020-12. In a document for an earlier draft they are "
+            "unknown keywords, which constrain nothing: the output may break the rule the "
+            "author meant, and a oneOf whose branches only such a keyword tells apart admits "
+            "none of the values they share.",
+        example='{"$schema": "http://json-schema.org/draft-04/schema#", "properties": '
+                '{"kind": {"const": "a"}}}',
+        fix="name the draft the schema is written for in $schema (draft-06 or later for const), "
+            "or drop the keyword",
+    ),
 ]
 
 
@@ -116,6 +132,18 @@ def check(ctx: LintContext) -> Iterable[Finding]:
     yield from budget_findings(automaton_of(ctx), ctx.tokenizer)
     if front is not None:
         yield from _unenforced(front, ctx.options.lenient)
+    yield from _later_draft(ctx.schema)
+
+
+def _later_draft(schema: object) -> Iterable[Finding]:
+    """The keywords of later drafts in a draft-04 to -07 document (ignored when compiled)."""
+    draft = draft_of(schema)
+    name = DRAFT_NAMES[draft]
+    for kw, pointer in later_keywords(schema, draft)[1]:
+        yield Finding(rule="later-draft-keyword", severity="warning", pointer=pointer,
+                      message=f"'{kw}' is not a {name} keyword (the draft $schema names): ignored, as "
+                              f"{name} validators ignore it",
+                      data={"keyword": kw, "draft": name})
 
 
 def _unenforced(front: SchemaFront, lenient: bool) -> Iterable[Finding]:

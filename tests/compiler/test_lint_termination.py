@@ -448,3 +448,22 @@ def test_recursion_through_an_allof_merge_names_the_enclosing_definition() -> No
     optional["definitions"]["Foo"]["required"] = []
     assert not of(run(optional), "no-base-case")
     assert len(of(run(optional), "unbounded-recursion")) == 1
+
+
+# -- later-draft-keyword -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("uri, found_at", [
+    ("http://json-schema.org/draft-04/schema#", ["/properties/kind/const", "/properties/kind/if"]),
+    ("http://json-schema.org/draft-06/schema#", ["/properties/kind/if"]),
+    ("http://json-schema.org/draft-07/schema#", []), (None, []),
+])
+def test_later_draft_keywords_are_reported_by_the_draft_the_document_names(uri: str | None,
+                                                                          found_at: list[str]) -> None:
+    body = {"type": "object", "properties": {"kind": {"const": "a", "if": {}, "then": {}},
+                                             "const": {"enum": [{"const": 1}]}}}  # (a property named const)
+    schema = body if uri is None else {"$schema": uri, **body}
+    found = of(run(schema), "later-draft-keyword")
+    assert [f.pointer for f in found if f.data["keyword"] != "then"] == found_at
+    assert all(f.severity == "warning" and "ignored" in f.message for f in found)
+    assert not of(run(schema), "unenforced-keyword")  # (ignored, not a keyword the grammar cannot enforce)
