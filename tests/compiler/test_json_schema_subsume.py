@@ -362,7 +362,7 @@ def test_separator_never_forbids_a_key_every_alternative_of_the_branch_requires(
     assert _separator(mine, other, [frozenset({"a"}), frozenset({"a", "b"})], [frozenset({"a"})]) is None
     assert _separator(mine, other, [frozenset({"b"})], [frozenset({"a"})]) == {"a": False}
     # a required key with string constants: the values, not the key, are cut
-    other = Facts(required={"kind"}, strings={"kind": frozenset({"x"})})
+    other = Facts(required={"kind"}, scalars={"kind": frozenset({("string", "x")})})
     assert _separator(mine, other, [frozenset()], [frozenset({"kind"})]) == {"kind": {"not": {"enum": ["x"]}}}
 
 

@@ -97,8 +97,8 @@ def _separator(mine: Facts, other: Facts, my_keys: list[frozenset[str]],
     none of ``my_keys`` names. None where some set is all required by ``mine`` (its
     ``required``, or keys every set of ``my_keys`` holds)."""
     for k in sorted(other.required):
-        vals = other.strings.get(k)
-        theirs = mine.strings.get(k)
+        vals = other.strings(k)
+        theirs = mine.strings(k)
         if vals is not None and (k not in mine.required or theirs is None or theirs - vals):
             return {k: {"not": {"enum": sorted(vals)}}}
     named = frozenset().union(*my_keys) if my_keys else frozenset()

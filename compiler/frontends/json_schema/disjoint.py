@@ -41,9 +41,15 @@ class Facts:
     types: frozenset[str] | None = None  # None: any type
     required: set[str] = field(default_factory=set)
     closed: list[frozenset[str]] = field(default_factory=list)  # declared names of closed object facets
-    strings: dict[str, frozenset[str]] = field(default_factory=dict)  # property -> its only string values
     excluded: dict[str, frozenset[str]] = field(default_factory=dict)  # property -> strings it never takes
     scalars: dict[str, frozenset[Scalar]] = field(default_factory=dict)  # property -> its only values, all scalars
+
+    def strings(self, name: str) -> frozenset[str] | None:
+        """The only values of property ``name`` when they are all strings, else None."""
+        vals = self.scalars.get(name)
+        if vals is None or any(kind != "string" for kind, _ in vals):
+            return None
+        return frozenset(str(v) for _, v in vals)
 
 
 def _types_of(schema: dict[str, JsonValue]) -> frozenset[str] | None:
@@ -87,25 +93,6 @@ def ref_target(schema: dict[str, JsonValue], pointer: str, resolve: Resolve) -> 
         return None
 
 
-def _string_values(schema: JsonValue) -> frozenset[str] | None:
-    """The values a property schema admits when they are all strings (``const``/``enum``)."""
-    if not isinstance(schema, dict):
-        return None
-    got: frozenset[str] | None = None
-    if "const" in schema:
-        c = schema["const"]
-        if not isinstance(c, str):
-            return None
-        got = frozenset({c})
-    if "enum" in schema:
-        e = schema["enum"]
-        if not isinstance(e, list) or not all(isinstance(x, str) for x in e):
-            return None
-        vals = frozenset(str(x) for x in e)
-        got = vals if got is None else got & vals
-    return got
-
-
 Scalar = tuple[str, object]
 """A scalar JSON value as JSON Schema compares it: tagged by kind (``true`` is not ``1``),
 numbers by value (``1`` is ``1.0``)."""
@@ -142,30 +129,27 @@ def _scalar_values(schema: dict[str, JsonValue]) -> frozenset[Scalar] | None:
 
 
 def _property_values(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: bool, budget: int
-                     ) -> tuple[frozenset[str] | None, frozenset[str] | None, frozenset[Scalar] | None]:
-    """``(the only strings, strings never, the only values as scalars)`` a property
-    schema's value takes, by its own keywords and those of its ``$ref`` target (None: not
-    known). A draft 4 to 7 ``$ref`` overrides its siblings: only the target speaks. Later
-    drafts apply both, so both narrow: the only values meet, the excluded strings join."""
+                     ) -> tuple[frozenset[Scalar] | None, frozenset[str] | None]:
+    """``(the only values as scalars, strings never)`` a property schema's value takes, by
+    its own keywords and those of its ``$ref`` target (None: not known). A draft 4 to 7
+    ``$ref`` overrides its siblings: only the target speaks. Later drafts apply both, so
+    both narrow: the only values meet, the excluded strings join."""
     if not isinstance(schema, dict) or budget <= 0:
-        return None, None, None
-    vals: frozenset[str] | None = None
-    gone: frozenset[str] | None = None
+        return None, None
     consts: frozenset[Scalar] | None = None
+    gone: frozenset[str] | None = None
     if "$ref" in schema:
         got = ref_target(schema, pointer, resolve)
         if got is not None:
-            vals, gone, consts = _property_values(got[0], got[1], resolve, ref_overrides, budget - 1)
+            consts, gone = _property_values(got[0], got[1], resolve, ref_overrides, budget - 1)
         if ref_overrides:
-            return vals, gone, consts
-    own, own_gone, own_consts = _string_values(schema), _excluded_strings(schema), _scalar_values(schema)
-    if own is not None:
-        vals = own if vals is None else vals & own
-    if own_gone is not None:
-        gone = own_gone if gone is None else gone | own_gone
+            return consts, gone
+    own_consts, own_gone = _scalar_values(schema), _excluded_strings(schema)
     if own_consts is not None:
         consts = own_consts if consts is None else consts & own_consts
-    return vals, gone, consts
+    if own_gone is not None:
+        gone = own_gone if gone is None else gone | own_gone
+    return consts, gone
 
 
 def _excluded_strings(schema: JsonValue) -> frozenset[str] | None:
@@ -220,10 +204,7 @@ def _gather(schema: JsonValue, pointer: str, resolve: Resolve, ref_overrides: bo
     if schema.get("additionalProperties") is False and not schema.get("patternProperties"):
         facts.closed.append(frozenset(props))
     for name, sub in props.items():
-        vals, gone, consts = _property_values(sub, ptr(pointer, "properties", name), resolve, ref_overrides,
-                                              budget - 1)
-        if vals is not None:
-            facts.strings[name] = vals if name not in facts.strings else facts.strings[name] & vals
+        consts, gone = _property_values(sub, ptr(pointer, "properties", name), resolve, ref_overrides, budget - 1)
         if gone is not None:
             facts.excluded[name] = facts.excluded.get(name, frozenset()) | gone
         if consts is not None:
@@ -248,15 +229,12 @@ def disjoint(a: Facts, b: Facts) -> bool:
             if any(name not in names for names in y.closed):
                 return True  # x requires a property y forbids
     for name in a.required & b.required:
-        va, vb = a.strings.get(name), b.strings.get(name)
-        if va is not None and vb is not None and not va & vb:
-            return True
         ca, cb = a.scalars.get(name), b.scalars.get(name)
         if ca is not None and cb is not None and not ca & cb:
-            return True  # (constants of any scalar kind: "version": 3 against "version": 1)
+            return True  # constants of any scalar kind: "kind": "a" against "b", "version": 3 against 1
     for x, y in ((a, b), (b, a)):
         for name in x.required:  # (present in every instance of x; y's constraint then applies)
-            vx, gone = x.strings.get(name), y.excluded.get(name)
+            vx, gone = x.strings(name), y.excluded.get(name)
             if vx is not None and gone is not None and vx <= gone:
                 return True  # x takes only strings y's value never is
     return False
@@ -316,8 +294,8 @@ def _few(sets: list[frozenset[str]]) -> list[frozenset[str]]:
 
 def on_objects(f: Facts) -> Facts:
     """``f`` for the schema's object instances alone (its types met with ``object``)."""
-    return Facts(f.empty, _meet(f.types, frozenset({"object"})), set(f.required), list(f.closed), dict(f.strings),
-                 dict(f.excluded), dict(f.scalars))
+    return Facts(f.empty, _meet(f.types, frozenset({"object"})), set(f.required), list(f.closed), dict(f.excluded),
+                 dict(f.scalars))
 
 
 # -- which non-objects a schema admits --------------------------------------------------------
@@ -551,5 +529,4 @@ def generation_facts(schema: JsonValue, pointer: str, resolve: Resolve, ref_over
     seen: set[str] = set()
     if _declared(schema, pointer, resolve, ref_overrides, names, seen, _DEPTH) and "properties" in seen:
         closed.append(frozenset(names))  # (an object that declares no properties admits any key)
-    return Facts(facts.empty, types, set(facts.required), closed, dict(facts.strings), dict(facts.excluded),
-                 dict(facts.scalars))
+    return Facts(facts.empty, types, set(facts.required), closed, dict(facts.excluded), dict(facts.scalars))
