@@ -3,8 +3,9 @@
 ``unbounded-recursion`` and ``no-base-case`` come from the front end's recursive rules
 (:mod:`.recursion`); ``whitespace-runaway`` and ``max-tokens-budget`` from the compiled
 automaton (:mod:`.budget`); ``unenforced-keyword`` and ``unknown-format`` are the front end's
-own ``not_enforced`` list, ``later-draft-keyword`` the keywords it ignores by the draft. The front end and the automaton are computed once per schema and
-shared through ``ctx.shared`` (keys ``"termination.front"`` and ``"automaton"``).
+own ``not_enforced`` list, ``later-draft-keyword`` the keywords it ignores by the draft. The
+front end and the automaton are computed once per schema and shared through ``ctx.shared``
+(keys ``"termination.front"`` and ``"automaton"``).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ import re
 
 from maskc.compiler.frontends.json_schema.base import SCHEMA_MAPS, VALUE_KEYWORDS, JsonValue, ptr
 
-__all__ = ["DRAFTS", "Draft", "draft_of", "ref_overrides_siblings", "id_keyword", "later_keywords"]
+__all__ = ["DRAFTS", "DRAFT_NAMES", "Draft", "draft_of", "ref_overrides_siblings", "id_keyword", "later_keywords"]
 
 Draft = str
 DRAFTS: tuple[Draft, ...] = ("draft4", "draft6", "draft7", "draft2019-09", "draft2020-12")
@@ -53,13 +53,13 @@ def id_keyword(draft: Draft) -> str:
     return "id" if draft == "draft4" else "$id"
 
 
-_SINCE_7 = frozenset({"dependentRequired", "dependentSchemas", "unevaluatedProperties", "unevaluatedItems",
+_AFTER_7 = frozenset({"dependentRequired", "dependentSchemas", "unevaluatedProperties", "unevaluatedItems",
                       "minContains", "maxContains", "prefixItems"})
-_SINCE_6 = _SINCE_7 | {"if", "then", "else"}
+_AFTER_6 = _AFTER_7 | {"if", "then", "else"}
 _LATER: dict[Draft, frozenset[str]] = {
-    "draft4": _SINCE_6 | {"const", "contains", "propertyNames"},
-    "draft6": _SINCE_6,
-    "draft7": _SINCE_7,
+    "draft4": _AFTER_6 | {"const", "contains", "propertyNames"},
+    "draft6": _AFTER_6,
+    "draft7": _AFTER_7,
 }
 """Per draft, the assertion and applicator keywords later drafts introduced (identifiers and
 locations such as ``$anchor`` or ``$defs`` are not: a reference may name them)."""
