@@ -15,6 +15,7 @@ stream, 4 with counted loops; 2 hashed the tensors only (refused, recompile).
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -361,17 +362,42 @@ def sparse_trans(tensors: Mapping[str, NDArray[np.generic]], where: str) -> Spar
     return SparseTable(c, default, offsets, cls, tgt)
 
 
-def _outside(x: NDArray[np.generic], hi: int) -> bool:
-    """Whether a non-empty int32 array has a value outside [0, hi), for 0 <= hi <= 2**31, in
-    one pass: seen unsigned, a negative value is at least 2**31."""
-    return int(x.view(np.uint32).max()) >= hi
+class _Bounds:
+    """Range checks of several tables, made in one pass: every value of an array added must
+    lie in ``[lo, hi)`` (``hi`` None: no upper bound). A load checks a dozen small tables, and
+    a reduction of a small array costs its call: one pass over all of them costs about what
+    two reductions cost."""
+
+    __slots__ = ("arrays", "lo", "hi")
+
+    def __init__(self) -> None:
+        self.arrays: list[NDArray[Any]] = []
+        self.lo: list[int] = []
+        self.hi: list[float] = []
+
+    def add(self, arr: NDArray[Any], lo: int, hi: int | None = None) -> None:
+        """Require every value of the 1-d integer array ``arr`` to lie in ``[lo, hi)``."""
+        if arr.shape[0]:
+            self.arrays.append(arr)
+            self.lo.append(lo)
+            self.hi.append(math.inf if hi is None else hi)
+
+    def bad(self) -> bool:
+        """Whether some array holds a value outside its range."""
+        if not self.arrays:
+            return False
+        values = np.concatenate(self.arrays, dtype=np.int64)
+        starts = np.cumsum([0] + [a.shape[0] for a in self.arrays[:-1]])
+        lows = np.minimum.reduceat(values, starts).tolist()
+        highs = np.maximum.reduceat(values, starts).tolist()
+        return any(low < lo or high >= hi for low, high, lo, hi in zip(lows, highs, self.lo, self.hi))
 
 
 def check_tables(tensors: Mapping[str, NDArray[np.generic]], vocab_size: int, where: str,
                  counted: bool = False) -> SparseTable:
     """Structural checks that make every later index safe; returns the transition table as
-    stored (validated, not decoded). ``counted``: the header says version 4, so the count tensors must be there
-    (and must not be otherwise)."""
+    stored (validated, not decoded). ``counted``: the header says version 4, so the count
+    tensors must be there (and must not be otherwise)."""
     for name, (dtype, ndim) in TENSORS.items():
         arr = tensors.get(name)
         if arr is None:
@@ -389,36 +415,35 @@ def check_tables(tensors: Mapping[str, NDArray[np.generic]], vocab_size: int, wh
     bad = (
         n == 0
         or byte_class.shape != (256,)
-        or int(byte_class.max()) >= c
         or tensors["dfa.accepting"].shape != (n,)
         or state.shape != (n,)
         or offsets.shape != (m + 1,)
         or m == 0
         or int(offsets[0]) != 0
         or int(offsets[-1]) != data.shape[0]
-        or _outside(state, m)
     )
     if not bad:
+        # the shapes hold: every range at once (nothing before this indexes by a value)
         lens = offsets[1:] - offsets[:-1]
-        bad = int(lens.min()) < 0
-    if not bad:
         dense = kinds == 2
         delta = kinds == 3
-        bad = (int(kinds.max()) > 3 or bool((lens[dense] != bitmask_words(vocab_size)).any())
-               or bool((lens[delta] < 1).any()))
+        words = bitmask_words(vocab_size)
+        bounds = _Bounds()
+        bounds.add(byte_class, 0, c)
+        bounds.add(state, 0, m)
+        bounds.add(kinds, 0, 4)
+        bounds.add(lens, 0)  # (from offsets[0] = 0 to the data's size: every offset indexes the data)
+        bounds.add(lens[dense], words, words + 1)
+        bounds.add(lens[delta], 1)
+        bad = (_pda_bounds(tensors, n, m, bounds) or _bad_counts(tensors, n, counted)
+               or _context_bounds(tensors, n, m, bounds) or bounds.bad())
+    if not bad:
         has_delta = bool(delta.any())
-        if not bad and has_delta:
-            heads = offsets[:-1][delta]
-            bases = data[heads]
+        if has_delta:
+            bases = data[offsets[:-1][delta]]
             bad = int(bases.min()) < 0 or bool((bases >= np.flatnonzero(delta)).any())
-        if not bad:
-            bad = _bad_token_ids(data, offsets, lens, dense, delta if has_delta else None, vocab_size)
-    if not bad:
-        bad = _bad_pda(tensors, n, m)
-    if not bad:
-        bad = _bad_counts(tensors, n, counted)
-    if not bad:
-        bad = _bad_contexts(tensors, n, m)
+        bad = (bad or _bad_token_ids(data, offsets, lens, dense, delta if has_delta else None, vocab_size)
+               or _bad_calls(tensors))
     if bad:
         raise ArtifactCorrupt(f"{where}: inconsistent tables (vocab_size {vocab_size})")
     return trans
@@ -478,43 +503,57 @@ def _bad_counts(tensors: Mapping[str, NDArray[np.generic]], n: int, counted: boo
     )
 
 
-def _bad_pda(tensors: Mapping[str, NDArray[np.generic]], n: int, m: int) -> bool:
-    """Whether the pushdown tables are malformed (all absent is fine: a regular grammar)."""
+def _pda_bounds(tensors: Mapping[str, NDArray[np.generic]], n: int, m: int, bounds: _Bounds) -> bool:
+    """Whether the pushdown tables are malformed in shape (all absent is fine: a regular
+    grammar); their ranges go to ``bounds``."""
     bad = _group(tensors, PDA_TENSORS)
     if bad is not False:
         return bool(bad)
     off: NDArray[Any] = tensors["pda.call_offsets"]
     rule, ret = tensors["pda.call_rule"], tensors["pda.call_return"]
-    start, need, unc = tensors["pda.rule_start"], tensors["pda.need"], tensors["mask.uncertain"]
-    flat = tensors["mask.flat"]
+    start, need = tensors["pda.rule_start"], tensors["pda.need"]
+    unc, flat = tensors["mask.uncertain"], tensors["mask.flat"]
     r = start.shape[0]
-    return bool(
-        off.shape != (n + 1,) or int(off[0]) != 0 or int(off[-1]) != rule.shape[0] or bool((off[1:] < off[:-1]).any())
-        or ret.shape != rule.shape or need.shape != (n,) or unc.shape != (n,) or r == 0
-        or (rule.size and (_outside(rule, r) or _outside(ret, n) or int(start[rule].min()) < 0))
-        or int(start.min()) < -1 or int(start.max()) >= n or int(start[0]) != 0
-        or int(need.min()) < 0 or _outside(unc, m)
-        or flat.shape != (n,) or _outside(flat, m)
-    )
+    if (off.shape != (n + 1,) or int(off[0]) != 0 or int(off[-1]) != rule.shape[0] or ret.shape != rule.shape
+            or need.shape != (n,) or unc.shape != (n,) or flat.shape != (n,) or r == 0 or int(start[0]) != 0):
+        return True
+    bounds.add(off[1:] - off[:-1], 0)
+    bounds.add(rule, 0, r)
+    bounds.add(ret, 0, n)
+    bounds.add(start, -1, n)
+    bounds.add(need, 0)
+    bounds.add(unc, 0, m)
+    bounds.add(flat, 0, m)
+    return False
 
 
-def _bad_contexts(tensors: Mapping[str, NDArray[np.generic]], n: int, m: int) -> bool:
-    """Whether the context answers are malformed, or present without the pushdown tables."""
+def _bad_calls(tensors: Mapping[str, NDArray[np.generic]]) -> bool:
+    """Whether a call edge calls a rule that is never called (no start state); the rule
+    ids are in range."""
+    rule = tensors.get("pda.call_rule")
+    return rule is not None and rule.shape[0] > 0 and int(tensors["pda.rule_start"][rule].min()) < 0
+
+
+def _context_bounds(tensors: Mapping[str, NDArray[np.generic]], n: int, m: int, bounds: _Bounds) -> bool:
+    """Whether the context answers are malformed in shape, or present without the pushdown
+    tables; their ranges (and order) go to ``bounds``."""
     bad = _group(tensors, CTX_TENSORS)
     if bad is None:
         return False
     if bad or "pda.call_offsets" not in tensors:
         return True
     state: NDArray[Any] = tensors["ctx.state"]
-    below: NDArray[Any] = tensors["ctx.below"]
-    below2: NDArray[Any] = tensors["ctx.below2"]
     p = state.shape[0]
     if any(tensors[k].shape != (p,) for k in CTX_TENSORS):
         return True
-    return bool(p and (
-        _outside(state, n) or bool((state[1:] < state[:-1]).any())
-        or int(below.min()) < -2 or int(below.max()) >= n or int(below2.min()) < -2 or int(below2.max()) >= n
-        or _outside(tensors["ctx.mask"], m)
-        or int(tensors["ctx.end"].max()) > 1 or bool((np.asarray(tensors["ctx.lo"], dtype=np.int32)
-                                                      >= np.asarray(tensors["ctx.hi"], dtype=np.int32)).any())
-    ))
+    if p:
+        bounds.add(state, 0, n)
+        bounds.add(state[1:] - state[:-1], 0)  # sorted (no wrap-around where both lie in [0, n))
+        bounds.add(tensors["ctx.below"], -2, n)
+        bounds.add(tensors["ctx.below2"], -2, n)
+        bounds.add(tensors["ctx.mask"], 0, m)
+        bounds.add(tensors["ctx.end"], 0, 2)
+        lo: NDArray[Any] = tensors["ctx.lo"]
+        bounds.add(np.asarray(tensors["ctx.hi"], dtype=np.int32) - lo, 1)  # lo < hi
+    return False
+

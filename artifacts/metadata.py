@@ -83,9 +83,25 @@ def _like(value: object, default: object) -> bool:
     return type(value) is type(default)
 
 
+_VALID_OPTIONS: dict[str, None] = {}
+"""Options texts validated already (most artifacts of a process share a few): their next
+load parses the text without checking it again."""
+
+
 def _options(meta: Mapping[str, str], where: str) -> dict[str, Any]:
     """The options object: exactly the keys :meth:`CompileOptions.canonical` writes, typed
     like its defaults, each value in its range."""
+    text = meta["options"]
+    if text in _VALID_OPTIONS:
+        return dict(orjson.loads(text))
+    opts = _checked_options(meta, where)
+    if len(_VALID_OPTIONS) >= 64:
+        del _VALID_OPTIONS[next(iter(_VALID_OPTIONS))]
+    _VALID_OPTIONS[text] = None
+    return opts
+
+
+def _checked_options(meta: Mapping[str, str], where: str) -> dict[str, Any]:
     opts = _json(meta, "options", where)
     defaults = CompileOptions().canonical()
     if not _like(opts, defaults):

@@ -142,6 +142,75 @@ def test_a_rehashed_valid_edit_loads(arts: dict[str, Artifact], tmp_path: Path) 
     assert maskc.load_artifact(path).metadata["tokenizer_name"] == "renamed"
 
 
+TWO_RULES = 'root ::= "(" inner ")" | "a"\ninner ::= root | root "," inner'
+
+# (tensor, index, value) -> the value there breaks a table's range or order; n states, m
+# masks, r rules, c classes. The grammar above: calls [inner, root], rule starts [0, 4].
+TABLE_EDITS = {
+    "byte class past the classes": ("dfa.byte_class", 0, lambda n, m, r, c: c),
+    "state's mask past the masks": ("mask.state", 0, lambda n, m, r, c: m),
+    "state's mask negative": ("mask.state", 1, lambda n, m, r, c: -1),
+    "unknown mask kind": ("mask.kind", 0, lambda n, m, r, c: 4),
+    "mask offsets decrease": ("mask.offsets", 2, lambda n, m, r, c: 0),
+    "call to an unknown rule": ("pda.call_rule", 0, lambda n, m, r, c: r),
+    "call to a negative rule": ("pda.call_rule", 1, lambda n, m, r, c: -1),
+    "return past the states": ("pda.call_return", 0, lambda n, m, r, c: n),
+    "negative return": ("pda.call_return", 1, lambda n, m, r, c: -1),
+    "rule start past the states": ("pda.rule_start", 1, lambda n, m, r, c: n),
+    "rule start below -1": ("pda.rule_start", 1, lambda n, m, r, c: -2),
+    "a called rule without a start": ("pda.rule_start", 1, lambda n, m, r, c: -1),
+    "negative need": ("pda.need", 0, lambda n, m, r, c: -1),
+    "uncertain mask past the masks": ("mask.uncertain", 0, lambda n, m, r, c: m),
+    "flat mask negative": ("mask.flat", 0, lambda n, m, r, c: -1),
+    "call offsets decrease": ("pda.call_offsets", 1, lambda n, m, r, c: 2),
+}
+
+
+@pytest.fixture(scope="module")
+def two_rules(toy_vocab: Vocabulary) -> Artifact:
+    art = maskc.compile_gbnf(TWO_RULES, toy_vocab)
+    assert art.tensors["pda.call_rule"].tolist() == [1, 0] and art.tensors["pda.rule_start"].tolist() == [0, 4]
+    return art
+
+
+def _with_table(art: Artifact, name: str, at: int, value: int) -> bytes:
+    tensors = {k: np.array(v) for k, v in art.tensors.items()}
+    tensors[name][at] = value
+    meta = dict(art.metadata)
+    meta["content_sha256"] = fmt.content_hash(tensors, meta)
+    return save_bytes(tensors, meta)
+
+
+@pytest.mark.parametrize("edit", sorted(TABLE_EDITS))
+def test_a_table_value_out_of_its_range_is_refused_even_when_rehashed(two_rules: Artifact, edit: str) -> None:
+    name, at, bad = TABLE_EDITS[edit]
+    art = two_rules
+    n, m, r = art.num_states, art.num_masks, art.tensors["pda.rule_start"].shape[0]
+    value = bad(n, m, r, int(art.tensors["dfa.shape"][1]))
+    assert art.tensors[name][at] != value
+    with pytest.raises(maskc.ArtifactCorrupt, match="inconsistent tables"):
+        Artifact.from_bytes(_with_table(art, name, at, value))
+
+
+EDGE_VALUES = {  # the last value in range: loads
+    "state's last mask": ("mask.state", 0, lambda n, m, r, c: m - 1),
+    "return to the last state": ("pda.call_return", 0, lambda n, m, r, c: n - 1),
+    "a need as deep as the states": ("pda.need", 0, lambda n, m, r, c: n),
+    "flat mask the last": ("mask.flat", 1, lambda n, m, r, c: m - 1),
+    "rule start the last state": ("pda.rule_start", 1, lambda n, m, r, c: n - 1),
+    "byte class the last": ("dfa.byte_class", 0, lambda n, m, r, c: c - 1),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(EDGE_VALUES))
+def test_a_table_value_at_the_edge_of_its_range_loads(two_rules: Artifact, edit: str) -> None:
+    name, at, edge = EDGE_VALUES[edit]
+    art = two_rules
+    value = edge(art.num_states, art.num_masks, art.tensors["pda.rule_start"].shape[0], int(art.tensors["dfa.shape"][1]))
+    loaded = Artifact.from_bytes(_with_table(art, name, at, value))
+    assert int(loaded.tensors[name][at]) == value
+
+
 @pytest.fixture(params=["inline", "threaded", "whole-stream"])
 def hash_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every way the content hash runs: at once (a small artifact), in pieces on helper
