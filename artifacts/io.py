@@ -212,22 +212,13 @@ _NP_DTYPES: dict[str, np.dtype[np.generic]] = {code: dtype for dtype, code in _D
 _LE_DTYPES: dict[str, np.dtype[np.generic]] = {code: dtype.newbyteorder("<") for code, dtype in _NP_DTYPES.items()}
 
 
-_MAP_BYTES = 1 << 20
-"""From this size on, a file is memory-mapped; a smaller one is read in one call. Mapped, a
-file's pages fault in one by one as the content hash reads them: for a 200 KB artifact that
-costs more than the copy a read makes (load and first mask 0.60 ms mapped, 0.45 ms read), and
-the pages a mapping would share between processes are few."""
-
-
 def read_artifact_file(path: str | os.PathLike[str]) -> tuple[dict[str, NDArray[np.generic]], dict[str, str]]:
-    """Memory-map an artifact file (read a small one, see :data:`_MAP_BYTES`); tensors and
-    metadata, any malformation an :class:`ArtifactCorrupt`.
+    """Memory-map an artifact file; tensors and metadata, any malformation an :class:`ArtifactCorrupt`.
 
-    The tensors are read-only views of the mapping or of the bytes read (nothing is copied
-    from them; processes that load the same large file share its pages). maskc replaces
-    files by rename, never in place, so a mapped file stays whole; a file truncated in place
-    by another program while mapped is outside this contract (the operating system then
-    faults on access).
+    The tensors are read-only views of the mapping (nothing is copied; processes that load
+    the same file share its pages). maskc replaces files by rename, never in place, so a
+    mapped file stays whole; a file truncated in place by another program while mapped is
+    outside this contract (the operating system then faults on access).
     """
     tensors, meta, _ = map_artifact_file(path)
     return tensors, meta
@@ -250,7 +241,7 @@ def map_artifact_file(
     try:
         with open(p, "rb") as f:
             st = os.fstat(f.fileno())
-            if st.st_size < max(_MAP_BYTES, 8):  # (an empty file cannot be mapped)
+            if st.st_size < 8:
                 buf: bytes | mmap.mmap = f.read()
             else:
                 buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
