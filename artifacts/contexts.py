@@ -15,7 +15,9 @@ it walks: a first visit becomes a row decode.
 
 Answers that read deeper still are left to the runtime, as are the contexts past
 :data:`MAX_CONTEXTS` computations (each state's first context comes before any state's
-others, so the answers that hold under any frames are found first).
+others, so the answers that hold under any frames are found first). Where the stacks
+``r2, r, q`` of two return points read deeper still and none stored an answer, the other
+``r2`` of that ``r, q`` are not tried (:data:`GIVE_UP_DEEPER`).
 """
 
 from __future__ import annotations
@@ -38,8 +40,17 @@ Stack = tuple[int, ...]
 
 __all__ = ["ContextTable", "MAX_CONTEXTS", "build_contexts", "ANY_BELOW", "NONE_BELOW"]
 
-MAX_CONTEXTS = 8_000
-"""Stack contexts computed per compile at most (a few hundred µs each)."""
+MAX_CONTEXTS = 16_000
+"""Stack contexts computed per compile at most (30 to 300 µs each). Most recursive grammars
+need a few hundred; a large one 10,000 to 20,000 (MaskBench's o48094: 12,961, whose decode
+then walks on 3 first visits instead of 18, per-token p99 180 -> 51 µs); a few, tens of
+thousands and more, where the cap bounds the compile (renovate-schema: 183,000)."""
+
+GIVE_UP_DEEPER = 2
+"""Stacks ``r2, r, q`` whose answers read deeper still (a token that closes three rules),
+none stored yet, after which the other return points ``r2`` of that ``r, q`` are not tried:
+their answers would read as deep and store nothing, spending the budget that other states'
+answers need (renovate-schema: a million computations for 22,000 answers without this)."""
 
 ANY_BELOW = -1  # the answer did not read that frame: it holds whatever lies there
 NONE_BELOW = -2  # the answer holds where the stack ends above that frame
@@ -131,12 +142,16 @@ def build_contexts(art: Artifact) -> tuple[MaskStore, ContextTable] | None:
         contexts = ([(q,)] if bottom[q] else []) + [(r, q) for r in returns[q]]
         work[q] = [c for c in contexts if len(c) <= art.max_depth]  # (no stack is deeper)
     done = 0
+    deeper: dict[Stack, int] = {}  # (r, q) -> how many of its stacks r2, r, q read deeper still
+    stored: set[Stack] = set()  # (r, q) with an answer stored under some r2
     for first in (True, False):
         for q, todo in work.items():
             k = 0
             while k < len(todo) and done < MAX_CONTEXTS:
                 s = todo[k]
                 k += 1
+                if len(s) == 3 and deeper.get(s[1:], 0) >= GIVE_UP_DEEPER and s[1:] not in stored:
+                    continue  # (the tokens that read below r2 under other r2 most likely do here too)
                 (row, can_end), w = rt.compute_mask((s,))
                 done += 1
                 reach = max(w.reach)
@@ -154,8 +169,10 @@ def build_contexts(art: Artifact) -> tuple[MaskStore, ContextTable] | None:
                     key = (s[0], NONE_BELOW) if bottom[s[0]] else None
                 elif reach == 3:
                     key = (s[1], s[0])
+                    stored.add(s[1:])  # (the other r2 of this r, q are all tried)
                 else:
                     key = None  # it read deeper still: the runtime decides on the live stack
+                    deeper[s[1:]] = deeper.get(s[1:], 0) + 1
                 if key is not None:
                     owner.append(q)
                     below.append(key)

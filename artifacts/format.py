@@ -53,7 +53,7 @@ PIECE_VERSIONS = (FORMAT_VERSION, COUNTED_FORMAT_VERSION)  # the content hashed 
 WHOLE_STREAM_VERSIONS = ("3", "4")  # read still: 3 as 5 and 4 as 6, the content hashed whole
 COUNTED_VERSIONS = ("4", COUNTED_FORMAT_VERSION)
 READ_VERSIONS = (*WHOLE_STREAM_VERSIONS, *PIECE_VERSIONS)
-COMPILER_VERSION = "0.3.2"
+COMPILER_VERSION = "0.3.3"
 
 # name -> (dtype, ndim)
 TENSORS: dict[str, tuple[np.dtype[np.generic], int]] = {

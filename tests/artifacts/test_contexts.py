@@ -6,6 +6,7 @@ them gives the same masks; and masks appended to a store decode to what was give
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ import pytest
 import maskc
 from maskc.artifacts import format as fmt
 from maskc.artifacts.artifact import Artifact
+from maskc.artifacts import contexts as contexts_module
 from maskc.artifacts.contexts import ANY_BELOW, NONE_BELOW, build_contexts
 from maskc.artifacts.io import save_bytes
 from maskc.artifacts.pushdown import Config, PushdownRuntime
@@ -162,6 +164,41 @@ def test_a_recursive_schema_decodes_without_walking_the_stack(toy_vocab: Vocabul
         assert m.accept_token(t)
     assert m.can_terminate()
     assert m._rt.misses == 0
+
+
+# The stacks r2, r, q of a state that closes its rule and r's (a "]]" token) read below r2
+# under some return points r2: the give-up cuts their siblings.
+DEEP_CLOSE = 'root ::= "[" root "]" | "[" root "," root "]" | "[" root "," root "," root "]" | "1"'
+
+
+def test_return_points_whose_answers_read_deeper_are_given_up(pda_vocab: Vocabulary,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where stacks ``r2, r, q`` of two return points read below ``r2`` and none stored an
+    answer, the other ``r2`` are not tried: fewer computations, and the same answers (those
+    stacks would have read as deep)."""
+    computed: list[Config] = []
+    compute = PushdownRuntime.compute_mask
+
+    def counting(self: PushdownRuntime, config: Config) -> Any:
+        computed.append(config)
+        return compute(self, config)
+
+    monkeypatch.setattr(PushdownRuntime, "compute_mask", counting)
+    runs = []
+    for give_up in (contexts_module.GIVE_UP_DEEPER, 1 << 30):
+        monkeypatch.setattr(contexts_module, "GIVE_UP_DEEPER", give_up)
+        computed.clear()
+        art = maskc.compile_gbnf(DEEP_CLOSE, pda_vocab)
+        assert art.contexts is not None
+        runs.append((len(computed), art))
+    (cut, art), (full, whole) = runs
+    assert cut < full
+    assert art.contexts is not None and whole.contexts is not None
+    for name, arr in art.contexts.tensors().items():
+        if name != "ctx.mask":
+            assert np.array_equal(arr, whole.contexts.tensors()[name]), name
+    for a, b in zip(art.contexts.mask.tolist(), whole.contexts.mask.tolist()):
+        assert np.array_equal(art.mask_row_of(a), whole.mask_row_of(b))
 
 
 def _rehashed(art: Artifact, tensors: dict[str, np.ndarray]) -> bytes:
