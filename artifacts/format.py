@@ -435,7 +435,7 @@ def check_tables(tensors: Mapping[str, NDArray[np.generic]], vocab_size: int, wh
         bounds.add(lens, 0)  # (from offsets[0] = 0 to the data's size: every offset indexes the data)
         bounds.add(lens[dense], words, words + 1)
         bounds.add(lens[delta], 1)
-        bad = (_pda_bounds(tensors, n, m, bounds) or _bad_counts(tensors, n, counted)
+        bad = (_pda_bounds(tensors, n, m, bounds) or _count_bounds(tensors, n, counted, bounds)
                or _context_bounds(tensors, n, m, bounds) or bounds.bad())
     if not bad:
         has_delta = bool(delta.any())
@@ -483,9 +483,10 @@ def _group(tensors: Mapping[str, NDArray[np.generic]], group: Mapping[str, tuple
     return any(tensors[name].dtype != dtype or tensors[name].ndim != ndim for name, (dtype, ndim) in group.items())
 
 
-def _bad_counts(tensors: Mapping[str, NDArray[np.generic]], n: int, counted: bool) -> bool:
-    """Whether the count tensors are malformed, or present where the version says none
-    (and the other way round). Counted loops live only in regular artifacts."""
+def _count_bounds(tensors: Mapping[str, NDArray[np.generic]], n: int, counted: bool, bounds: _Bounds) -> bool:
+    """Whether the count tensors are malformed in shape, or present where the version says
+    none (and the other way round); their ranges go to ``bounds``. Counted loops live only
+    in regular artifacts."""
     bad = _group(tensors, COUNT_TENSORS)
     if not counted:
         return bad is not None
@@ -495,12 +496,12 @@ def _bad_counts(tensors: Mapping[str, NDArray[np.generic]], n: int, counted: boo
     exit_: NDArray[Any] = tensors["count.exit"]
     span: NDArray[Any] = tensors["count.span"]
     loops = span.shape[0]
-    return bool(
-        region.shape != (n,) or exit_.shape != (n,) or loops == 0
-        or int(region.min()) < -1 or int(region.max()) >= loops
-        or int(exit_.min()) < -1 or int(exit_.max()) >= n
-        or bool(((exit_ >= 0) & (region < 0)).any()) or int(span.min()) < 1
-    )
+    if region.shape != (n,) or exit_.shape != (n,) or loops == 0 or bool(((exit_ >= 0) & (region < 0)).any()):
+        return True
+    bounds.add(region, -1, loops)
+    bounds.add(exit_, -1, n)
+    bounds.add(span, 1)
+    return False
 
 
 def _pda_bounds(tensors: Mapping[str, NDArray[np.generic]], n: int, m: int, bounds: _Bounds) -> bool:
@@ -528,8 +529,8 @@ def _pda_bounds(tensors: Mapping[str, NDArray[np.generic]], n: int, m: int, boun
 
 
 def _bad_calls(tensors: Mapping[str, NDArray[np.generic]]) -> bool:
-    """Whether a call edge calls a rule that is never called (no start state); the rule
-    ids are in range."""
+    """Whether a call edge calls a rule without a start state (-1: a rule never called);
+    the rule ids are already checked to be in range."""
     rule = tensors.get("pda.call_rule")
     return rule is not None and rule.shape[0] > 0 and int(tensors["pda.rule_start"][rule].min()) < 0
 
@@ -556,4 +557,3 @@ def _context_bounds(tensors: Mapping[str, NDArray[np.generic]], n: int, m: int, 
         lo: NDArray[Any] = tensors["ctx.lo"]
         bounds.add(np.asarray(tensors["ctx.hi"], dtype=np.int32) - lo, 1)  # lo < hi
     return False
-

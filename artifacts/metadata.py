@@ -93,7 +93,8 @@ def _options(meta: Mapping[str, str], where: str) -> dict[str, Any]:
     like its defaults, each value in its range."""
     text = meta["options"]
     if text in _VALID_OPTIONS:
-        return dict(orjson.loads(text))
+        known: dict[str, Any] = orjson.loads(text)
+        return known
     opts = _checked_options(meta, where)
     if len(_VALID_OPTIONS) >= 64:
         del _VALID_OPTIONS[next(iter(_VALID_OPTIONS))]
