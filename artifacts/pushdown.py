@@ -27,6 +27,7 @@ Error policy, as :class:`~maskc.artifacts.matcher.Matcher`: never raises on mode
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -395,7 +396,9 @@ class PushdownRuntime:
         self._heads: tuple[NDArray[np.int64], NDArray[np.uint8]] | None = None
         # answers stored at compile time for listed stack contexts (maskc.artifacts.contexts)
         self._contexts = art.contexts if fast and contexts else None
-        self._context_states: list[int] | None = None  # their top states, as a list (on first use)
+        # their top states, as an array.array (on first use: a copy of the bytes, where a list
+        # costs 75 us for 12,000 answers; bisect reads either at the same speed)
+        self._context_states: array[int] | None = None
 
     @property
     def flat_need(self) -> list[int]:
@@ -514,7 +517,10 @@ class PushdownRuntime:
         kind = self._kinds[q]
         if kind != _CALLS:
             u = self.uncertain.item(q)
-            if (empty is not None and empty[u]) or not self._mask_ids(u).size:
+            # An empty mask is stored as an empty allow list (the store's smallest form, never
+            # a delta): read off ``empty``, without decoding a mask that is not empty to see
+            # (60 to 115 us on a 128k vocabulary, where the answer is then stored elsewhere).
+            if empty[u] if empty is not None else not self._mask_ids(u).size:
                 # shared by the states of one mask (a first visit of a state whose mask was
                 # met costs two look-ups, not a row copy)
                 key = (self.art.state_mask.item(q), kind)
@@ -566,8 +572,8 @@ class PushdownRuntime:
         assert t is not None
         q = s[-1]
         states = self._context_states
-        if states is None:  # (a bisection of a list: a tenth of numpy's searchsorted per call)
-            states = self._context_states = t.state.tolist()
+        if states is None:  # (a bisection of an array.array: a tenth of numpy's searchsorted per call)
+            states = self._context_states = array("i", t.state.astype(np.int32, copy=False).tobytes())
         a = bisect_left(states, q)
         if a == len(states) or states[a] != q:
             return None
