@@ -14,6 +14,7 @@ import pytest
 import maskc
 from maskc.artifacts import io
 from maskc.artifacts.artifact import Artifact
+from maskc.artifacts import pushdown
 from maskc.artifacts.pushdown import Config, PushdownRuntime
 from maskc.compiler.ir import Grammar
 from maskc.compiler.options import CompileOptions
@@ -181,3 +182,23 @@ def test_matcher_steps_memoized_per_configuration_and_token(toy_vocab: Vocabular
                 first.rollback(1)
                 second.rollback(1)
     assert rt._step_exact
+
+
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_state_kinds_and_needs_are_read_off_the_automaton(name: str, pda_vocab: Vocabulary) -> None:
+    """The fast path's per-state tables: a state that makes a call is ``_CALLS`` (whether or
+    not it accepts), an accepting one without calls ``_ACCEPTS``, every other one 0; the needs
+    are the automaton's. Found from the call edges, not state by state."""
+    art = _loaded(GRAMMARS[name], pda_vocab, 5)
+    pda = art.pda
+    assert pda is not None
+    rt = PushdownRuntime(art)
+    rt._build_kinds()
+    kinds, needs = rt._kinds, rt._needs
+    assert kinds is not None and needs is not None
+    calls = pda.all_calls()
+    want = [pushdown._CALLS if calls[q] else pushdown._ACCEPTS if pda.dfa.accepting[q] else 0
+            for q in range(pda.num_states)]
+    assert list(kinds) == want
+    assert pushdown._CALLS in want and pushdown._ACCEPTS in want  # (both kinds met: the test can fail)
+    assert list(needs) == pda.need.tolist()
