@@ -861,8 +861,7 @@ class PushdownRuntime:
         pda = self.art.pda
         assert pda is not None  # a runtime exists only for a pushdown artifact
         offsets = pda.call_offsets
-        acc = pda.dfa.accepting
-        kinds = acc.view(np.uint8).copy() if acc.dtype == np.bool_ else acc.astype(np.uint8)  # _ACCEPTS == 1
+        kinds = pda.dfa.accepting.view(np.uint8).copy()  # (bool, as Dfa checks): _ACCEPTS == 1
         calls = int(offsets[-1])
         if calls:  # each call edge's state: the offsets are non-decreasing (checked on load)
             kinds[np.searchsorted(offsets, np.arange(calls), side="right") - 1] = _CALLS

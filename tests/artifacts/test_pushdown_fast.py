@@ -12,9 +12,8 @@ import numpy as np
 import pytest
 
 import maskc
-from maskc.artifacts import io
+from maskc.artifacts import io, pushdown
 from maskc.artifacts.artifact import Artifact
-from maskc.artifacts import pushdown
 from maskc.artifacts.pushdown import Config, PushdownRuntime
 from maskc.compiler.ir import Grammar
 from maskc.compiler.options import CompileOptions
