@@ -19,6 +19,7 @@ from array import array
 from collections import OrderedDict
 
 import numpy as np
+from numpy.typing import NDArray
 
 from maskc.compiler.dfa import DEAD, Dfa, LazyRows, coreachable, determinize, prune
 from maskc.compiler.errors import EmptyLanguage, GrammarError, StateLimitExceeded, TimeLimitExceeded
@@ -29,9 +30,29 @@ from maskc.compiler.nfa import _has_ref, _pair_classes, lower
 __all__ = ["operand_dfa", "proven_empty"]
 
 _CACHE_SIZE = 64
+_PAIR_CELLS = 1 << 20
+"""A product's batch of pairs holds this many cells (pairs x classes) of its table at most."""
+_PAIR_BATCH = 8
+"""From this many waiting pairs on, a product expands them as a batch in array code."""
+
 # id(node) -> (node, dfa): the node is held, so its id cannot be reused while cached.
 _cache: OrderedDict[int, tuple[Node, Dfa]] = OrderedDict()
 _lock = threading.Lock()
+
+
+class _PairSide:
+    """One operand of a product as its expansion reads it: the table and accepting flags for
+    a batch of pairs; for a single pair, rows as Python lists converted as the pairs reach
+    them (an operand of 800,000 states x 87 classes took seconds and gigabytes to convert
+    whole, for pairs that may visit a fraction of it) and the flags as a list."""
+
+    __slots__ = ("rows", "acc", "table", "table_acc")
+
+    def __init__(self, table: NDArray[np.int32], acc: NDArray[np.bool_]) -> None:
+        self.rows: dict[int, list[int]] = LazyRows(table)
+        self.acc: list[bool] = acc.tolist()
+        self.table = table
+        self.table_acc = acc
 
 
 def _empty_dfa() -> Dfa:
@@ -114,42 +135,82 @@ def _pair_dfa(node: Product, *, max_states: int, deadline: float | None) -> Dfa:
     db = operand_dfa(node.b, max_states=max_states, deadline=deadline)
     _check(deadline)  # (an operand may finish at the limit)
     byte_class, classes = _pair_classes(da, db)
+    c = len(classes)
+    want_b = node.op == "and"
+    span = db.num_states + 1  # a pair's key: a * span + (b + 1), with b = -1 (dead) too
+    # b's table with one more row, all DEAD, last: a pair whose b side is dead (which a
+    # difference goes on with) reads it by the index -1
+    tb = np.concatenate([db.trans, np.full((1, db.num_classes), DEAD, dtype=db.trans.dtype)])
+    acc_b = np.concatenate([db.accepting, np.zeros(1, dtype=np.bool_)])
+    b = _PairSide(tb, acc_b)
+    a = _PairSide(da.trans, da.accepting)
     xa = [x for x, _ in classes]
     xb = [x for _, x in classes]
-    # the operands' rows as lists, converted as the pairs reach them: an operand of 800,000
-    # states x 87 classes took seconds and gigabytes to convert whole, for pairs that may
-    # visit a fraction of it
-    ta: dict[int, list[int]] = LazyRows(da.trans)
-    tb: dict[int, list[int]] = LazyRows(db.trans)
-    acc_a, acc_b = da.accepting.tolist(), db.accepting.tolist()
-    want_b = node.op == "and"
-    dead_b = [DEAD] * db.num_classes  # b's row once it is dead: a difference goes on with a alone
-    ids: dict[tuple[int, int], int] = {(0, 0): 0}
-    order: list[tuple[int, int]] = [(0, 0)]
+    xa_arr, xb_arr = np.array(xa, dtype=np.intp), np.array(xb, dtype=np.intp)
+    ids: dict[int, int] = {1: 0}  # key -> pair number; the pair (0, 0) is 0
+    pa, pb = [0], [0]  # each pair's states, by number
     rows = array("i")  # the rows, concatenated (4 bytes a cell)
-    accepting: list[bool] = []
+    accepting = bytearray()
+    chunk = max(_PAIR_BATCH, _PAIR_CELLS // c)
     i = 0
-    while i < len(order):
-        if deadline is not None and (i & 255) == 0 and time.monotonic() > deadline:
+    # A queue of pairs, numbered in the order they are first met. Where many pairs wait,
+    # a batch of them is expanded in array code, its new pairs numbered in the order a scan
+    # of its rows meets them: the same numbers as one pair at a time, which is how a narrow
+    # queue (a chain of single pairs, as a counted run gives) is expanded, since a batch
+    # costs tens of microseconds whatever its size.
+    while i < len(pa):
+        waiting = len(pa) - i
+        if deadline is not None and (waiting >= _PAIR_BATCH or (i & 255) == 0) and time.monotonic() > deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
-        sa, sb = order[i]
-        accepting.append(acc_a[sa] and (sb >= 0 and acc_b[sb]) == want_b)
-        ra, rb = ta[sa], (tb[sb] if sb >= 0 else dead_b)
-        row: list[int] = []
-        for ca, cb in zip(xa, xb):
-            na, nb = ra[ca], rb[cb]
-            if na < 0 or (want_b and nb < 0):
-                row.append(DEAD)
-                continue
-            j = ids.get((na, nb))
-            if j is None:
-                j = len(order)
-                if j >= max_states:
+        if waiting < _PAIR_BATCH:
+            sa, sb = pa[i], pb[i]
+            accepting.append(a.acc[sa] and b.acc[sb] == want_b)
+            ra, rb = a.rows[sa], b.rows[sb]
+            row: list[int] = []
+            for ca, cb in zip(xa, xb):
+                na, nb = ra[ca], rb[cb]
+                if na < 0 or (want_b and nb < 0):
+                    row.append(DEAD)
+                    continue
+                key = na * span + nb + 1
+                j = ids.get(key)
+                if j is None:
+                    j = len(pa)
+                    if j >= max_states:
+                        raise StateLimitExceeded("DFA states", limit=max_states)
+                    ids[key] = j
+                    pa.append(na)
+                    pb.append(nb)
+                row.append(j)
+            rows.extend(row)
+            i += 1
+            continue
+        take = min(waiting, chunk)
+        fa = np.array(pa[i : i + take], dtype=np.intp)
+        fb = np.array(pb[i : i + take], dtype=np.intp)
+        accepting += (a.table_acc[fa] & (b.table_acc[fb] == want_b)).tobytes()
+        nxa = a.table[fa[:, None], xa_arr].astype(np.int64).ravel()
+        nxb = b.table[fb[:, None], xb_arr].astype(np.int64).ravel()
+        live = (nxa >= 0) & (nxb >= 0) if want_b else nxa >= 0
+        out = np.full(nxa.shape[0], DEAD, dtype=np.int32)
+        where = np.flatnonzero(live)
+        if where.shape[0]:
+            keys = nxa[where] * span + (nxb[where] + 1)
+            uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+            got = np.array([ids.get(k, -1) for k in uniq.tolist()], dtype=np.int64)
+            fresh = np.flatnonzero(got < 0)
+            if fresh.shape[0]:
+                fresh = fresh[np.argsort(first[fresh], kind="stable")]  # in the scan's order
+                start = len(pa)
+                if start + fresh.shape[0] > max_states:
                     raise StateLimitExceeded("DFA states", limit=max_states)
-                ids[(na, nb)] = j
-                order.append((na, nb))
-            row.append(j)
-        rows.extend(row)
-        i += 1
-    trans = np.frombuffer(rows, dtype=np.int32).reshape(len(order), len(classes))
-    return Dfa(trans, np.asarray(byte_class, dtype=np.uint8), np.asarray(accepting, dtype=np.bool_))
+                got[fresh] = np.arange(start, start + fresh.shape[0])
+                new_keys = uniq[fresh]
+                ids.update(zip(new_keys.tolist(), range(start, start + fresh.shape[0])))
+                pa += (new_keys // span).tolist()
+                pb += (new_keys % span - 1).tolist()
+            out[where] = got[inverse.reshape(-1)]
+        rows.frombytes(out.tobytes())
+        i += take
+    trans = np.frombuffer(rows, dtype=np.int32).reshape(len(pa), c)
+    return Dfa(trans, np.asarray(byte_class, dtype=np.uint8), np.frombuffer(accepting, dtype=np.bool_).copy())

@@ -474,6 +474,47 @@ def test_a_product_is_built_as_a_dfa_of_pairs_with_its_language(seed: int) -> No
             assert (lowered is not None and lowered.accepts(b"x" + text)) == want, (node, text)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_a_product_in_batches_numbers_its_pairs_as_one_at_a_time(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where many pairs wait, a product expands them as a batch in array code: its table,
+    flags and pair numbers are exactly those of expanding one pair at a time, a state limit
+    refuses the same products, and batches cut short by the cell budget change nothing."""
+    from maskc.compiler import product as product_mod
+    from maskc.compiler.errors import StateLimitExceeded
+
+    rng = random.Random(seed)
+
+    def leaf() -> Alt | Repeat | Seq:
+        parts = [_lit(bytes(rng.choice(b"abcd") for _ in range(rng.randint(1, 4)))) for _ in range(rng.randint(2, 5))]
+        loop = Repeat(Alt(tuple(parts)), rng.randint(0, 2), rng.choice([None, 6]))
+        return Seq((loop, Repeat(ByteSet(((0x61, 0x64),)), 0, rng.choice([None, 3])), Alt(tuple(parts))))
+
+    nodes = [Product(leaf(), leaf(), op) for op in ("and", "minus") for _ in range(3)]
+    nodes.append(Product(nodes[0], leaf(), "minus"))  # a difference whose b side dies: pairs go on with a alone
+    sizes = []
+    limited = 0
+    for node in nodes:
+        results = []
+        for batch, cells in ((10**9, 1 << 20), (1, 1 << 20), (1, 1), (3, 7)):
+            monkeypatch.setattr(product_mod, "_PAIR_BATCH", batch)
+            monkeypatch.setattr(product_mod, "_PAIR_CELLS", cells)
+            got = product_mod._pair_dfa(node, max_states=100_000, deadline=None)
+            n = got.num_states
+            sides = max(operand_dfa(x, max_states=100_000, deadline=None).num_states for x in (node.a, node.b))
+            if n > sides:  # (an operand over the limit is refused first)
+                limited += 1
+                with pytest.raises(StateLimitExceeded):
+                    product_mod._pair_dfa(node, max_states=n - 1, deadline=None)
+                assert product_mod._pair_dfa(node, max_states=n, deadline=None).num_states == n
+            results.append(got)
+        first = results[0]
+        sizes.append(first.num_states)
+        for got in results[1:]:
+            assert np.array_equal(got.trans, first.trans) and np.array_equal(got.accepting, first.accepting)
+            assert np.array_equal(got.byte_class, first.byte_class)
+    assert max(sizes) >= 40 and limited  # some product wide enough for batches; some limit checked
+
+
 def test_a_product_over_a_rule_reference_is_refused() -> None:
     """A product is built from its operands' DFAs, so an operand that calls a rule (a
     recursive language) is refused by name, whether the product is lowered in a grammar or
