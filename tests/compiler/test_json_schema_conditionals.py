@@ -49,6 +49,7 @@ TABLE: list[tuple[Any, list[str], list[str]]] = [
     ({"if": {"type": "string"}, "else": {"type": "integer"}}, ['"a"', "3"], ["1.5", "null"]),
     ({"allOf": [{"if": {"minimum": 0}}, {"then": {"maximum": -5}}, {"else": {"const": 0}}], "type": "integer"},
      ["1", "-1"], ["1.5"]),
+    ({"anyOf": [{"const": 1, "enum": [2]}, {"const": "z"}]}, ['"z"'], ["1", "2"]),  # the enum must list the const
 ]
 
 

@@ -39,6 +39,8 @@ class ScalarsMixin(Base):
     def literals(self, values: list[JsonValue], schema: dict[str, JsonValue], pointer: str, depth: int) -> Node:
         layout = Layout(self.options.whitespace, depth)
         siblings = {k: v for k, v in schema.items() if k not in ("enum", "const")}
+        if "const" in schema and "enum" in schema:
+            siblings["enum"] = schema["enum"]  # (the values are the const: the enum checks it too)
         active = set(siblings) - ANNOTATIONS
         check: Callable[[JsonValue], bool] | None = None
         if active == {"type"}:  # the common case, without building a validator
