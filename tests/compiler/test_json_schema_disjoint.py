@@ -44,6 +44,12 @@ BRANCHES: list[Any] = [
     {"type": "object", "required": ["version"], "properties": {"version": {"enum": [1, True, 1.5]}}},
     {"type": "object", "required": ["version"], "properties": {"version": {"enum": [None, "1", [1]]}}},  # not read
     {"type": "object", "required": ["version"], "properties": {"version": {"enum": [None, "1", 1.5]}}},
+    # constants of a property one side does not require (they apply where it is present), and
+    # constants a merged allOf leaves under a property
+    {"type": "object", "properties": {"type": {"enum": ["section", "x"]}}},
+    {"type": "object", "required": ["type"], "properties": {"type": {"allOf": [{"enum": ["reference", "section"]},
+                                                                                {"$comment": "c", "const": "section"}]}}},
+    {"properties": {"type": {"enum": ["reference"]}}},  # an if of a discriminated conditional
 ]
 
 
@@ -81,6 +87,11 @@ def test_the_discriminators_are_recognized() -> None:
     assert disjoint(f[20], f[21]) and disjoint(f[20], f[22]) and not disjoint(f[21], f[22])  # 1.0 is 1
     assert not disjoint(f[20], f[23]) and disjoint(f[20], f[24]) and not disjoint(f[22], f[24])  # 1.5 in both
     assert not disjoint(f[5], f[20])  # "version" unconstrained in one
+    # a key one side requires against the other's constants for it, required there or not
+    assert disjoint(f[4], f[25]) and disjoint(f[25], f[4]) and disjoint(f[6], f[27]) and disjoint(f[26], f[27])
+    assert not disjoint(f[6], f[25]) and not disjoint(f[26], f[25])  # "section" meets "section"
+    assert not disjoint(f[25], f[27])  # neither requires "type": {} is in both
+    assert disjoint(f[4], f[26])  # the conjuncts under the property meet in "section" alone
 
 
 RECURSIVE = {

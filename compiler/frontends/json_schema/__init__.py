@@ -118,6 +118,12 @@ class SchemaCompiler(ConditionalsMixin, RefsMixin, CombinatorsMixin, ObjectsMixi
             if schema is False:
                 return NOTHING
             if "not" in schema:
+                if "const" in schema or isinstance(schema.get("enum"), list):
+                    # Finitely many values: each is checked against the whole schema, its
+                    # negations too (exact), where a difference of languages would be built
+                    # and a chain of them split into combinations.
+                    values = [schema["const"]] if "const" in schema else schema["enum"]
+                    return self.literals(values, schema, pointer, depth)
                 return self.negation(schema, pointer, depth)
         if "if" in schema or "then" in schema or "else" in schema:
             return self.conditional(schema, pointer, depth)

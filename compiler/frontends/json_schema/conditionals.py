@@ -17,6 +17,9 @@ semantics and never restricted: its free-form values reach every level the minue
 
 ``if``/``then``/``else`` is the union of ``rest ∧ if ∧ then`` (an ``allOf`` merge) and
 ``rest ∧ else ∧ ¬if`` (through ``not``); ``then``/``else`` without ``if`` constrain nothing.
+Where the keywords prove that no instance of ``rest`` meets ``if`` (:mod:`.disjoint`: the
+rest fixes a discriminator the condition gives another value), it is ``rest ∧ else`` alone:
+sibling conditionals on one discriminator then add up instead of multiplying.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from maskc.compiler.errors import EmptyLanguage, SchemaError, StateLimitExceeded, UnsupportedKeyword
 from maskc.compiler.frontends.json_schema.base import ANNOTATIONS, TYPES, JsonValue, dumps_layout, ptr
 from maskc.compiler.frontends.json_schema.combinators import CombinatorsMixin, _first
+from maskc.compiler.frontends.json_schema.disjoint import disjoint, facts_of
 from maskc.compiler.frontends.json_schema.drafts import ref_overrides_siblings
 from maskc.compiler.frontends.json_schema.objects import KEY_EXISTS
 from maskc.compiler.frontends.json_schema.refs import RefsMixin, has_ref
@@ -157,6 +161,13 @@ class ConditionalsMixin(RefsMixin, CombinatorsMixin):
         if c is True or c == {}:
             return self.value(_conjunction([rest, then]), pointer, depth)
         if c is False:
+            return self.value(_conjunction([rest, els]), pointer, depth)
+        overrides = ref_overrides_siblings(self.draft)
+        if disjoint(facts_of(rest, pointer, self.resolve, overrides), facts_of(c, ptr(pointer, "if"), self.resolve,
+                                                                                overrides)):
+            # No instance of the rest meets the condition (a discriminator the rest fixes to
+            # another value: one of many sibling conditionals on it): the else applies, with
+            # no difference to build, and the siblings do not multiply into combinations.
             return self.value(_conjunction([rest, els]), pointer, depth)
         positive = self.value(_conjunction([rest, cond, then]), pointer, depth)
         otherwise = _conjunction([rest, els])

@@ -11,8 +11,8 @@ which only ever narrows what a branch admits, so a proof from them is sound:
 * the branches' ``type`` sets do not meet (``integer`` is a ``number``);
 * their common instances could only be objects, and a property one branch requires is
   forbidden by the other (``additionalProperties: false``, not declared, no
-  ``patternProperties``), or a property both require takes string constants with no
-  value in common.
+  ``patternProperties``), or takes constants with no value in common with the other's
+  constants for it (which apply wherever the property is present, required there or not).
 """
 
 from __future__ import annotations
@@ -145,6 +145,14 @@ def _property_values(schema: JsonValue, pointer: str, resolve: Resolve, ref_over
         if ref_overrides:
             return consts, gone
     own_consts, own_gone = _scalar_values(schema), _excluded_strings(schema)
+    conj = schema.get("allOf")
+    if isinstance(conj, list):  # (a merged allOf leaves a property's conjuncts here: each applies)
+        for i, sub in enumerate(conj):
+            c, g = _property_values(sub, f"{pointer}/allOf/{i}", resolve, ref_overrides, budget - 1)
+            if c is not None:
+                own_consts = c if own_consts is None else own_consts & c
+            if g is not None:
+                own_gone = g if own_gone is None else own_gone | g
     if own_consts is not None:
         consts = own_consts if consts is None else consts & own_consts
     if own_gone is not None:
@@ -228,10 +236,11 @@ def disjoint(a: Facts, b: Facts) -> bool:
         for name in x.required:
             if any(name not in names for names in y.closed):
                 return True  # x requires a property y forbids
-    for name in a.required & b.required:
-        ca, cb = a.scalars.get(name), b.scalars.get(name)
-        if ca is not None and cb is not None and not ca & cb:
-            return True  # constants of any scalar kind: "kind": "a" against "b", "version": 3 against 1
+    for x, y in ((a, b), (b, a)):
+        for name in x.required:  # (present in every instance of x; y's constants then apply)
+            cx, cy = x.scalars.get(name), y.scalars.get(name)
+            if cx is not None and cy is not None and not cx & cy:
+                return True  # constants of any scalar kind: "kind": "a" against "b", "version": 3 against 1
     for x, y in ((a, b), (b, a)):
         for name in x.required:  # (present in every instance of x; y's constraint then applies)
             vx, gone = x.strings(name), y.excluded.get(name)
