@@ -157,14 +157,13 @@ class ConditionalsMixin(RefsMixin, CombinatorsMixin):
             return self.value(rest, pointer, depth)
         cond = schema["if"]
         then, els = schema.get("then", True), schema.get("else", True)
-        c, _ = self.deref(cond, ptr(pointer, "if"))
+        c, cptr = self.deref(cond, ptr(pointer, "if"))
         if c is True or c == {}:
             return self.value(_conjunction([rest, then]), pointer, depth)
         if c is False:
             return self.value(_conjunction([rest, els]), pointer, depth)
         overrides = ref_overrides_siblings(self.draft)
-        if disjoint(facts_of(rest, pointer, self.resolve, overrides), facts_of(c, ptr(pointer, "if"), self.resolve,
-                                                                                overrides)):
+        if disjoint(facts_of(rest, pointer, self.resolve, overrides), facts_of(c, cptr, self.resolve, overrides)):
             # No instance of the rest meets the condition (a discriminator the rest fixes to
             # another value: one of many sibling conditionals on it): the else applies, with
             # no difference to build, and the siblings do not multiply into combinations.
