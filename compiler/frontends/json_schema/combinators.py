@@ -64,6 +64,7 @@ _DISJOINT_MAX_STATES = 2_000  # a disjointness proof is a convenience: give up e
 _ALL = (1 << 256) - 1
 _OVER_REQUIRED = 4  # required names an over-approximated object still demands (2**n states)
 _OVER_ORDERS = 4  # a listed object of at most this many keys is spelled in every order
+_OVER_MAX_COUNT = 4  # an over-approximated object keeps a bound on its members up to this many
 _PRESENCE_VARIANTS = 64  # object variants a oneOf over required keys may become (see _presence_variants)
 
 _DIGIT = byte_range(0x30, 0x39)
@@ -897,17 +898,23 @@ def _any_order(node: Node) -> Node:
 
 def _member_loop(f: Fields) -> Node:
     """The members of ``f`` in any order, repeats allowed, the first :data:`_OVER_REQUIRED`
-    required members at least once each."""
+    required members at least once each, and at most as many members as ``f`` emits where
+    that is :data:`_OVER_MAX_COUNT` or fewer (``maxProperties: 1`` beside overlapping
+    ``oneOf`` branches: unbounded, each branch's members loop, and the union of the
+    branches' pairwise overlaps took a subset construction of 800,000 states)."""
     items = [(_any_order(x), r) for x, r in f.items]
     member = alt(*(x for x, _ in items), *(() if f.rest is None else (_any_order(f.rest),)))
     required = [x for x, r in items if r][:_OVER_REQUIRED]
+    most = f.max_count if f.max_count is not None and f.max_count <= _OVER_MAX_COUNT else None
     if not required:
-        return Fields((), f.first, f.sep, f.close_nonempty, f.close_empty, member)
+        return Fields((), f.first, f.sep, f.close_nonempty, f.close_empty, member, max_count=most)
     out: Node | None = None
     for x in required:
         once = seq(f.first, rep(seq(member, f.sep), 0, None), x, rep(seq(f.sep, member), 0, None), f.close_nonempty)
         out = once if out is None else Product(out, once, "and")
     assert out is not None
+    if most is not None:
+        out = Product(out, Fields((), f.first, f.sep, f.close_nonempty, f.close_empty, member, max_count=most), "and")
     return out
 
 
