@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 
-from maskc.compiler.errors import EmptyLanguage, SchemaError, TimeLimitExceeded
+from maskc.compiler.errors import EmptyLanguage, SchemaError, TimeLimitExceeded, UnsupportedKeyword
 from maskc.compiler.jsonpointer import resolve as resolve_pointer
 from maskc.compiler.frontends.json_schema.arrays import ArraysMixin
 from maskc.compiler.frontends.json_schema.base import (
@@ -123,7 +123,10 @@ class SchemaCompiler(ConditionalsMixin, RefsMixin, CombinatorsMixin, ObjectsMixi
                     # negations too (exact), where a difference of languages would be built
                     # and a chain of them split into combinations.
                     values = [schema["const"]] if "const" in schema else schema["enum"]
-                    return self.literals(values, schema, pointer, depth)
+                    try:
+                        return self.literals(values, schema, pointer, depth)
+                    except UnsupportedKeyword:
+                        pass  # (the validator cannot check them, a reference it cannot follow: as before)
                 return self.negation(schema, pointer, depth)
         if "if" in schema or "then" in schema or "else" in schema:
             return self.conditional(schema, pointer, depth)
