@@ -138,12 +138,8 @@ def _pair_dfa(node: Product, *, max_states: int, deadline: float | None) -> Dfa:
     c = len(classes)
     want_b = node.op == "and"
     span = db.num_states + 1  # a pair's key: a * span + (b + 1), with b = -1 (dead) too
-    # b's table with one more row, all DEAD, last: a pair whose b side is dead (which a
-    # difference goes on with) reads it by the index -1
-    tb = np.concatenate([db.trans, np.full((1, db.num_classes), DEAD, dtype=db.trans.dtype)])
-    acc_b = np.concatenate([db.accepting, np.zeros(1, dtype=np.bool_)])
-    b = _PairSide(tb, acc_b)
-    a = _PairSide(da.trans, da.accepting)
+    a, b = _PairSide(da.trans, da.accepting), _PairSide(db.trans, db.accepting)
+    dead_b = [DEAD] * db.num_classes  # b's row once it is dead: a difference goes on with a alone
     xa = [x for x, _ in classes]
     xb = [x for _, x in classes]
     xa_arr, xb_arr = np.array(xa, dtype=np.intp), np.array(xb, dtype=np.intp)
@@ -164,8 +160,8 @@ def _pair_dfa(node: Product, *, max_states: int, deadline: float | None) -> Dfa:
             raise TimeLimitExceeded("compile time (s)", limit=0)
         if waiting < _PAIR_BATCH:
             sa, sb = pa[i], pb[i]
-            accepting.append(a.acc[sa] and b.acc[sb] == want_b)
-            ra, rb = a.rows[sa], b.rows[sb]
+            accepting.append(a.acc[sa] and (sb >= 0 and b.acc[sb]) == want_b)
+            ra, rb = a.rows[sa], (b.rows[sb] if sb >= 0 else dead_b)
             row: list[int] = []
             for ca, cb in zip(xa, xb):
                 na, nb = ra[ca], rb[cb]
@@ -188,9 +184,11 @@ def _pair_dfa(node: Product, *, max_states: int, deadline: float | None) -> Dfa:
         take = min(waiting, chunk)
         fa = np.array(pa[i : i + take], dtype=np.intp)
         fb = np.array(pb[i : i + take], dtype=np.intp)
-        accepting += (a.table_acc[fa] & (b.table_acc[fb] == want_b)).tobytes()
+        alive_b = fb >= 0  # (all of them in an intersection)
+        fb = np.where(alive_b, fb, 0)
+        accepting += (a.table_acc[fa] & ((b.table_acc[fb] & alive_b) == want_b)).tobytes()
         nxa = a.table[fa[:, None], xa_arr].astype(np.int64).ravel()
-        nxb = b.table[fb[:, None], xb_arr].astype(np.int64).ravel()
+        nxb = np.where(alive_b[:, None], b.table[fb[:, None], xb_arr], DEAD).astype(np.int64).ravel()
         live = (nxa >= 0) & (nxb >= 0) if want_b else nxa >= 0
         out = np.full(nxa.shape[0], DEAD, dtype=np.int32)
         where = np.flatnonzero(live)
