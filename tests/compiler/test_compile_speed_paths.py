@@ -515,6 +515,56 @@ def test_a_product_in_batches_numbers_its_pairs_as_one_at_a_time(seed: int, monk
     assert max(sizes) >= 40 and limited  # some product wide enough for batches; some limit checked
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_a_union_of_products_is_built_from_pairs_with_its_language(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A union with two products or more among its items is built by uniting the items'
+    DFAs pair by pair (``_union_dfa``), each union minimized before the next: it accepts
+    exactly the strings some item accepts, as the union lowered through an NFA does, up to
+    length 5 over a, b, c, with an empty product and items that are not products among them."""
+    from itertools import product as strings
+
+    from maskc.compiler import product as product_mod
+
+    rng = random.Random(100 + seed)
+
+    def leaf() -> Alt | Repeat | Seq:
+        parts = [_lit(bytes(rng.choice(b"abc") for _ in range(rng.randint(1, 2)))) for _ in range(rng.randint(1, 3))]
+        pick = rng.randrange(3)
+        if pick == 0:
+            return Alt(tuple(parts))
+        if pick == 1:
+            return Repeat(Alt(tuple(parts)), rng.randint(0, 1), rng.choice([None, 3]))
+        return Seq(tuple(parts))
+
+    def member(node: object, text: bytes) -> bool:
+        if isinstance(node, Product):
+            x, y = member(node.a, text), member(node.b, text)
+            return x and (y if node.op == "and" else not y)
+        if isinstance(node, Alt) and any(isinstance(x, Product) for x in node.items):
+            return any(member(x, text) for x in node.items)
+        return determinize(lower(node)).accepts(text)  # type: ignore[arg-type]
+
+    texts = [bytes(t) for n in range(6) for t in strings(b"abc", repeat=n)]
+    empty = Product(_lit(b"ab"), _lit(b"ab"), "minus")
+    items: list[object] = [Product(leaf(), leaf(), rng.choice(["and", "minus"])) for _ in range(rng.randint(2, 4))]
+    unions = [Alt(tuple(items)), Alt((*items, leaf(), leaf())), Alt((empty, items[0])), Alt((empty, empty))]
+    for node in unions:
+        got = operand_dfa(node, max_states=10_000, deadline=None)
+        via_nfa = determinize(lower(Seq((_lit(b"x"), node))))
+        for text in texts:
+            want = member(node, text)
+            assert got.accepts(text) == want, (node, text)
+            assert via_nfa.accepts(b"x" + text) == want, (node, text)
+    # the pairs are built by pair_dfa: a union's expanded in batches equals one pair at a time
+    da, db = (operand_dfa(x, max_states=10_000, deadline=None) for x in items[:2])  # type: ignore[arg-type]
+    tables = []
+    for batch in (10**9, 1, 3):
+        monkeypatch.setattr(product_mod, "_PAIR_BATCH", batch)
+        tables.append(product_mod.pair_dfa(da, db, "or", max_states=10_000, deadline=None))
+    for t in tables[1:]:
+        assert np.array_equal(t.trans, tables[0].trans) and np.array_equal(t.accepting, tables[0].accepting)
+
+
 def test_a_product_over_a_rule_reference_is_refused() -> None:
     """A product is built from its operands' DFAs, so an operand that calls a rule (a
     recursive language) is refused by name, whether the product is lowered in a grammar or
