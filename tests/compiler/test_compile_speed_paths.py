@@ -429,6 +429,29 @@ def test_an_automaton_leaf_is_added_in_one_block_of_states() -> None:
         lower(auto, max_states=5)
 
 
+def _small_language(rng: random.Random) -> Alt | Repeat | Seq:
+    """A random small language of short literals over a, b, c: their union, a repetition of
+    it (bounded or not), or their sequence."""
+    parts = [_lit(bytes(rng.choice(b"abc") for _ in range(rng.randint(1, 2)))) for _ in range(rng.randint(1, 3))]
+    pick = rng.randrange(3)
+    if pick == 0:
+        return Alt(tuple(parts))
+    if pick == 1:
+        return Repeat(Alt(tuple(parts)), rng.randint(0, 1), rng.choice([None, 3]))
+    return Seq(tuple(parts))
+
+
+def _member(node: object, text: bytes) -> bool:
+    """Whether ``text`` is in ``node``'s language, a product or a union of products judged
+    by its operands' verdicts, anything else by its own automaton."""
+    if isinstance(node, Product):
+        x, y = _member(node.a, text), _member(node.b, text)
+        return x and (y if node.op == "and" else not y)
+    if isinstance(node, Alt) and any(isinstance(x, Product) for x in node.items):
+        return any(_member(x, text) for x in node.items)
+    return determinize(lower(node)).accepts(text)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_a_product_is_built_as_a_dfa_of_pairs_with_its_language(seed: int) -> None:
     """A product's DFA is built from its operands' as pairs of states (``_pair_dfa``), and
@@ -442,24 +465,12 @@ def test_a_product_is_built_as_a_dfa_of_pairs_with_its_language(seed: int) -> No
     rng = random.Random(seed)
 
     def leaf() -> Alt | Repeat | Seq:
-        parts = [_lit(bytes(rng.choice(b"abc") for _ in range(rng.randint(1, 2)))) for _ in range(rng.randint(1, 3))]
-        pick = rng.randrange(3)
-        if pick == 0:
-            return Alt(tuple(parts))
-        if pick == 1:
-            return Repeat(Alt(tuple(parts)), rng.randint(0, 1), rng.choice([None, 3]))
-        return Seq(tuple(parts))
+        return _small_language(rng)
 
     a, b, c = leaf(), leaf(), leaf()
     inner = Product(a, b, rng.choice(["and", "minus"]))
     outer = Product(Repeat(ByteSet(((0x61, 0x63),)), 0, None), inner, "minus")
     nested = Product(inner, c, rng.choice(["and", "minus"]))
-
-    def member(node: object, text: bytes) -> bool:
-        if isinstance(node, Product):
-            x, y = member(node.a, text), member(node.b, text)
-            return x and (y if node.op == "and" else not y)
-        return determinize(lower(node)).accepts(text)  # type: ignore[arg-type]
 
     texts = [bytes(t) for n in range(6) for t in strings(b"abc", repeat=n)]
     for node in (inner, outer, nested):
@@ -469,7 +480,7 @@ def test_a_product_is_built_as_a_dfa_of_pairs_with_its_language(seed: int) -> No
         except EmptyLanguage:
             lowered = None  # (then no string may be a member)
         for text in texts:
-            want = member(node, text)
+            want = _member(node, text)
             assert pairs.accepts(text) == want, (node, text)
             assert (lowered is not None and lowered.accepts(b"x" + text)) == want, (node, text)
 
@@ -528,21 +539,7 @@ def test_a_union_of_products_is_built_from_pairs_with_its_language(seed: int, mo
     rng = random.Random(100 + seed)
 
     def leaf() -> Alt | Repeat | Seq:
-        parts = [_lit(bytes(rng.choice(b"abc") for _ in range(rng.randint(1, 2)))) for _ in range(rng.randint(1, 3))]
-        pick = rng.randrange(3)
-        if pick == 0:
-            return Alt(tuple(parts))
-        if pick == 1:
-            return Repeat(Alt(tuple(parts)), rng.randint(0, 1), rng.choice([None, 3]))
-        return Seq(tuple(parts))
-
-    def member(node: object, text: bytes) -> bool:
-        if isinstance(node, Product):
-            x, y = member(node.a, text), member(node.b, text)
-            return x and (y if node.op == "and" else not y)
-        if isinstance(node, Alt) and any(isinstance(x, Product) for x in node.items):
-            return any(member(x, text) for x in node.items)
-        return determinize(lower(node)).accepts(text)  # type: ignore[arg-type]
+        return _small_language(rng)
 
     texts = [bytes(t) for n in range(6) for t in strings(b"abc", repeat=n)]
     empty = Product(_lit(b"ab"), _lit(b"ab"), "minus")
@@ -552,7 +549,7 @@ def test_a_union_of_products_is_built_from_pairs_with_its_language(seed: int, mo
         got = operand_dfa(node, max_states=10_000, deadline=None)
         via_nfa = determinize(lower(Seq((_lit(b"x"), node))))
         for text in texts:
-            want = member(node, text)
+            want = _member(node, text)
             assert got.accepts(text) == want, (node, text)
             assert via_nfa.accepts(b"x" + text) == want, (node, text)
     # the pairs are built by pair_dfa: a union's expanded in batches equals one pair at a time
