@@ -27,8 +27,8 @@ from maskc.compiler.pda import Pda, build_pda
 from maskc.compiler.rules import ResolvedRules, resolve_rules
 from maskc.compiler.counters import finish, with_exits
 from maskc.compiler.dfa import CounterConflict, Dfa, compress_classes, coreachable, determinize, determinize_counted, prune
-from maskc.compiler.errors import (MaskcError, MemoryLimitExceeded, NonTerminating, SchemaError, StateLimitExceeded,
-                                  TimeLimitExceeded)
+from maskc.compiler.errors import (EmptyLanguage, MaskcError, MemoryLimitExceeded, NonTerminating, SchemaError,
+                                  StateLimitExceeded, TimeLimitExceeded)
 from maskc.compiler.frontends.registry import frontend, grammar_sha256
 from maskc.compiler.ir import Grammar, Node
 from maskc.compiler.maskstore import MaskStore, MaskStoreBuilder
@@ -448,6 +448,19 @@ def compile_source(
         return _compile_source(kind, source, vocab, options, progress)
     except MemoryError:  # (raised where an allocation failed; freed as it unwound)
         raise MemoryLimitExceeded(None) from None
+    except EmptyLanguage as e:
+        if kind == "json_schema" and (options or CompileOptions()).semantics == "generation" and e.hint is None:
+            e.hint = GENERATION_EMPTY_HINT
+        raise
+
+
+GENERATION_EMPTY_HINT = (
+    "generation semantics (the default) writes a narrower language than the schema's: objects get no undeclared "
+    "keys and a schema without \"type\" takes the types its keywords imply; compile with --semantics exact to see "
+    "whether the schema itself admits a value, else look for contradictory constraints")
+"""The hint of an :class:`EmptyLanguage` of a JSON Schema in ``generation`` semantics, whose
+language may be empty where the schema's instances are not (a schema without ``type`` whose
+only instances are values of another kind, or objects with undeclared keys)."""
 
 
 def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileOptions | None,

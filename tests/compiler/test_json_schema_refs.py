@@ -489,3 +489,26 @@ def test_end_to_end_smollm2(name: str, smollm2: Vocabulary) -> None:
 @pytest.mark.parametrize("name", list(RECURSIVE))
 def test_end_to_end_mistral_sp(name: str, mistral_sp: Vocabulary) -> None:
     check_end_to_end(name, mistral_sp)
+
+
+def test_an_empty_language_in_generation_semantics_says_exact_semantics_may_not_be_empty(byte_vocab: Vocabulary) -> None:
+    """A schema without ``type`` whose objects can never finish (a required property that
+    recurses forever) has no instance that generation semantics writes, which takes it to be
+    an object; its instances are the other kinds of values, which exact semantics compiles.
+    The error in generation semantics says so; the schema's own emptiness does not."""
+    schema = {"$defs": {"foo": {"type": "object", "properties": {"c": {"$ref": "#/$defs/foo"}}, "required": ["c"]}},
+              "properties": {"foo": {"$ref": "#/$defs/foo"}}, "required": ["foo"]}
+    with pytest.raises(EmptyLanguage) as e:
+        maskc.compile_json_schema(schema, byte_vocab)
+    assert e.value.hint is not None and "--semantics exact" in e.value.hint
+    art = maskc.compile_json_schema(schema, byte_vocab, options=CompileOptions(semantics="exact"))
+
+    def accepts(text: bytes) -> bool:
+        m = art.matcher()
+        return m.accept_string(text) and m.can_terminate()
+
+    assert accepts(b"1") and accepts(b'"x"') and accepts(b"[]") and not accepts(b'{"foo":{}}')
+    with pytest.raises(EmptyLanguage) as e2:  # exact semantics: the schema's own emptiness, no such hint
+        maskc.compile_json_schema({"type": "object", "properties": {"n": {"$ref": "#"}}, "required": ["n"]},
+                                  byte_vocab, options=CompileOptions(semantics="exact"))
+    assert e2.value.hint is None
