@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from maskc.compiler.dfa import DEAD, Dfa, LazyRows, coreachable, determinize, prune
 from maskc.compiler.errors import EmptyLanguage, GrammarError, StateLimitExceeded, TimeLimitExceeded
-from maskc.compiler.ir import Alt, Node, Product
+from maskc.compiler.ir import Alt, Node, Product, alt
 from maskc.compiler.minimize import minimize
 from maskc.compiler.nfa import _has_ref, _pair_classes, lower
 
@@ -157,8 +157,7 @@ def _union_dfa(node: Alt, *, max_states: int, deadline: float | None) -> Dfa:
     rest = [x for x in node.items if not isinstance(x, Product)]
     parts = [operand_dfa(x, max_states=max_states, deadline=deadline) for x in products]
     if rest:
-        parts.append(operand_dfa(rest[0] if len(rest) == 1 else Alt(tuple(rest)), max_states=max_states,
-                                 deadline=deadline))
+        parts.append(operand_dfa(alt(*rest), max_states=max_states, deadline=deadline))
     parts.sort(key=lambda d: d.num_states)  # (small ones first: the unions grow as late as they can)
     out = parts[0]
     for d in parts[1:]:

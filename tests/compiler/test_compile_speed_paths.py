@@ -464,10 +464,7 @@ def test_a_product_is_built_as_a_dfa_of_pairs_with_its_language(seed: int) -> No
 
     rng = random.Random(seed)
 
-    def leaf() -> Alt | Repeat | Seq:
-        return _small_language(rng)
-
-    a, b, c = leaf(), leaf(), leaf()
+    a, b, c = _small_language(rng), _small_language(rng), _small_language(rng)
     inner = Product(a, b, rng.choice(["and", "minus"]))
     outer = Product(Repeat(ByteSet(((0x61, 0x63),)), 0, None), inner, "minus")
     nested = Product(inner, c, rng.choice(["and", "minus"]))
@@ -538,13 +535,12 @@ def test_a_union_of_products_is_built_from_pairs_with_its_language(seed: int, mo
 
     rng = random.Random(100 + seed)
 
-    def leaf() -> Alt | Repeat | Seq:
-        return _small_language(rng)
-
     texts = [bytes(t) for n in range(6) for t in strings(b"abc", repeat=n)]
     empty = Product(_lit(b"ab"), _lit(b"ab"), "minus")
-    items: list[object] = [Product(leaf(), leaf(), rng.choice(["and", "minus"])) for _ in range(rng.randint(2, 4))]
-    unions = [Alt(tuple(items)), Alt((*items, leaf(), leaf())), Alt((empty, items[0])), Alt((empty, empty))]
+    items: list[object] = [Product(_small_language(rng), _small_language(rng), rng.choice(["and", "minus"]))
+                           for _ in range(rng.randint(2, 4))]
+    unions = [Alt(tuple(items)), Alt((*items, _small_language(rng), _small_language(rng))), Alt((empty, items[0])),
+              Alt((empty, empty))]
     for node in unions:
         got = operand_dfa(node, max_states=10_000, deadline=None)
         via_nfa = determinize(lower(Seq((_lit(b"x"), node))))
