@@ -36,6 +36,7 @@ from maskc.compiler.minimize import minimize
 from maskc.compiler.nfa import HorizonQuestion, item_reach, lower, recording_horizon, same_horizon_answers
 from maskc.compiler.options import CompileOptions
 from maskc.compiler.spelling import prove_spellable, prove_start_spellable
+from maskc.compiler.product import operand_state_cap
 from maskc.compiler.vocab import Vocabulary
 
 __all__ = ["CompiledGrammar", "compile_ir", "compile_grammar", "compile_source", "compile_json_schema", "compile_regex",
@@ -360,7 +361,26 @@ def compile_grammar(
     """Compile a grammar with rules: regular grammars take :func:`compile_ir`'s path.
     ``deadline`` as in :func:`compile_ir`: one for every stage. ``shared`` (from
     :func:`compile_source` within :func:`sharing_automata`): the rules and pushdown automaton
-    are taken from it where it holds them, and left there where it does not."""
+    are taken from it where it holds them, and left there where it does not. Operand DFAs
+    keep to the DFA limit (:func:`~maskc.compiler.product.operand_state_cap`)."""
+    with operand_state_cap(options.limits.max_states):
+        return _compile_grammar(kind, source, grammar, vocab, options, not_enforced=not_enforced, progress=progress,
+                                timings=timings, deadline=deadline, shared=shared)
+
+
+def _compile_grammar(
+    kind: str,
+    source: str,
+    grammar: Grammar,
+    vocab: Vocabulary,
+    options: CompileOptions,
+    *,
+    not_enforced: list[dict[str, str]] | None,
+    progress: Progress | None,
+    timings: dict[str, float] | None,
+    deadline: float | None,
+    shared: _Shared | None,
+) -> CompiledGrammar:
     t = timings if timings is not None else {}
     if deadline is None:
         deadline = time.monotonic() + options.limits.max_seconds

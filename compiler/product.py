@@ -18,6 +18,9 @@ import threading
 import time
 from array import array
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -28,7 +31,7 @@ from maskc.compiler.ir import Alt, Node, Product, alt
 from maskc.compiler.minimize import minimize
 from maskc.compiler.nfa import _has_ref, _pair_classes, lower
 
-__all__ = ["operand_dfa", "proven_empty"]
+__all__ = ["OperandStateLimit", "operand_dfa", "operand_state_cap", "proven_empty"]
 
 _CACHE_SIZE = 64
 _PAIR_CELLS = 1 << 20
@@ -39,6 +42,32 @@ _PAIR_BATCH = 8
 # id(node) -> (node, dfa): the node is held, so its id cannot be reused while cached.
 _cache: OrderedDict[int, tuple[Node, Dfa]] = OrderedDict()
 _lock = threading.Lock()
+
+_CAP: ContextVar[int | None] = ContextVar("maskc_operand_state_cap", default=None)
+
+
+class OperandStateLimit(StateLimitExceeded):
+    """An operand's DFA (a side of a product, or a union of products) grew past the cap of
+    :func:`operand_state_cap`, below the state budget the caller gave."""
+
+
+@contextmanager
+def operand_state_cap(cap: int | None) -> Iterator[None]:
+    """Operand DFAs built in this block keep to ``cap`` states (the compile's DFA limit) as
+    well as to the budget each call is given (what is left of the NFA's).
+
+    An operand's DFA becomes that many states of the grammar's NFA, whose budget is ten times
+    the DFA's, and a subset construction runs one subset at a time in Python: an operand of
+    300,000 to 1,000,000 states took 25 to 100 s to build (MaskBench's ``pyrseas-0.8``,
+    ``oneofanyofitc6``), for a grammar that then went over the limit or the time all the same.
+    A cap makes such a compile stop at the same limit a user sets and can raise
+    (``--max-states``), in seconds.
+    """
+    token = _CAP.set(cap)
+    try:
+        yield
+    finally:
+        _CAP.reset(token)
 
 
 class _PairSide:
@@ -76,6 +105,15 @@ def proven_empty(node: Node, *, max_states: int, deadline: float | None) -> bool
     return not bool(coreachable(dfa.trans, dfa.accepting)[0])
 
 
+def _over(dmax: int, max_states: int) -> StateLimitExceeded:
+    """The error of an operand DFA over ``dmax`` states: :class:`OperandStateLimit` where the
+    cap set it (below ``max_states``, the budget of the call)."""
+    if dmax < max_states:
+        return OperandStateLimit("DFA states of a part of the grammar (an intersection, difference or union of "
+                                 "schemas)", limit=dmax)
+    return StateLimitExceeded("DFA states", limit=dmax)
+
+
 def _check(deadline: float | None) -> None:
     if deadline is not None and time.monotonic() > deadline:
         raise TimeLimitExceeded("compile time (s)", limit=0)
@@ -84,27 +122,43 @@ def _check(deadline: float | None) -> None:
 def operand_dfa(node: Node, *, max_states: int, deadline: float | None) -> Dfa:
     """A DFA of ``node``'s language: pruned and minimized (one dead-end start state if empty).
 
+    ``max_states`` bounds the NFAs lowered on the way and, with the cap of
+    :func:`operand_state_cap` where one is set, the DFAs.
+
     Raises:
-        StateLimitExceeded: the determinization needs more than ``max_states`` states.
+        StateLimitExceeded: the determinization needs more than ``max_states`` states
+            (:class:`OperandStateLimit`: more than the cap).
         TimeLimitExceeded: ``deadline`` passed.
     """
+    cap = _CAP.get()
+    dmax = max_states if cap is None else min(max_states, cap)  # (the DFA's limit; the NFA's stays)
     with _lock:
         got = _cache.get(id(node))
         if got is not None and got[0] is node:
             _cache.move_to_end(id(node))
     if got is not None and got[0] is node:
         dfa = got[1]
-        if dfa.num_states > max_states:
-            raise StateLimitExceeded("DFA states", limit=max_states)
+        if dfa.num_states > dmax:
+            raise _over(dmax, max_states)
         return dfa
-    if isinstance(node, Alt) and sum(isinstance(x, Product) for x in node.items) >= 2 and not _has_ref(node):
-        dfa = _union_dfa(node, max_states=max_states, deadline=deadline)  # (pruned and minimized)
-    else:
-        if isinstance(node, Product):
-            raw = _pair_dfa(node, max_states=max_states, deadline=deadline)
+    union = isinstance(node, Alt) and sum(isinstance(x, Product) for x in node.items) >= 2 and not _has_ref(node)
+    try:
+        if isinstance(node, Alt) and union:
+            raw = _union_dfa(node, max_states=max_states, max_dfa=dmax, deadline=deadline)  # (pruned and minimized)
+        elif isinstance(node, Product):
+            raw = _pair_dfa(node, max_states=max_states, max_dfa=dmax, deadline=deadline)
         else:
             raw = determinize(lower(node, max_states=max_states, deadline=deadline, direct=True),
-                              max_states=max_states, deadline=deadline)
+                              max_states=dmax, deadline=deadline)
+    except OperandStateLimit:
+        raise
+    except StateLimitExceeded as e:
+        if dmax < max_states and e.limit == dmax:  # (this DFA went over the cap, not a nested NFA)
+            raise _over(dmax, max_states) from None
+        raise
+    if union:
+        dfa = raw
+    else:
         _check(deadline)  # (the construction may end at the limit: what follows is a pass or more over it)
         try:
             pruned = prune(raw)  # (one backward search, which also says whether the language is empty)
@@ -120,7 +174,7 @@ def operand_dfa(node: Node, *, max_states: int, deadline: float | None) -> Dfa:
     return dfa
 
 
-def _pair_dfa(node: Product, *, max_states: int, deadline: float | None) -> Dfa:
+def _pair_dfa(node: Product, *, max_states: int, deadline: float | None, max_dfa: int | None = None) -> Dfa:
     """The product of ``node``'s operand DFAs, built as a DFA of pairs of their states.
 
     Run side by side, two DFAs give a deterministic automaton: built as NFA pairs and
@@ -129,19 +183,22 @@ def _pair_dfa(node: Product, *, max_states: int, deadline: float | None) -> Dfa:
     found nothing to merge, and one inside a grammar left its raw pairs in the grammar's
     NFA. The language is the same, so the minimal DFA is too.
 
+    ``max_states`` is the operands' budget (:func:`operand_dfa`), ``max_dfa`` the pairs' (by
+    default the same).
+
     Raises:
         GrammarError: an operand refers to a rule. StateLimitExceeded: more than
-            ``max_states`` pairs. TimeLimitExceeded: ``deadline`` passed.
+            ``max_dfa`` pairs. TimeLimitExceeded: ``deadline`` passed.
     """
     if _has_ref(node.a) or _has_ref(node.b):
         raise GrammarError("an intersection or difference of languages cannot involve a recursive rule")
     da = operand_dfa(node.a, max_states=max_states, deadline=deadline)
     db = operand_dfa(node.b, max_states=max_states, deadline=deadline)
     _check(deadline)  # (an operand may finish at the limit)
-    return pair_dfa(da, db, node.op, max_states=max_states, deadline=deadline)
+    return pair_dfa(da, db, node.op, max_states=max_states if max_dfa is None else max_dfa, deadline=deadline)
 
 
-def _union_dfa(node: Alt, *, max_states: int, deadline: float | None) -> Dfa:
+def _union_dfa(node: Alt, *, max_states: int, deadline: float | None, max_dfa: int | None = None) -> Dfa:
     """The DFA of a union with two products or more among its items: the products' DFAs
     (and one of the other items together) united pair by pair, each union minimized before
     the next.
@@ -162,7 +219,7 @@ def _union_dfa(node: Alt, *, max_states: int, deadline: float | None) -> Dfa:
     out = parts[0]
     for d in parts[1:]:
         _check(deadline)
-        raw = pair_dfa(out, d, "or", max_states=max_states, deadline=deadline)
+        raw = pair_dfa(out, d, "or", max_states=max_states if max_dfa is None else max_dfa, deadline=deadline)
         _check(deadline)
         try:
             pruned = prune(raw)

@@ -642,3 +642,52 @@ def test_an_operand_finished_at_the_limit_stops_before_its_next_passes(monkeypat
     clock[0] = 0.0
     got = product_mod.operand_dfa(regex_to_ir("x[yz]{2,5}"), max_states=1000, deadline=deadline + 10.0)
     assert pruned and got.accepts(b"xyzy")
+
+
+def test_an_operand_dfa_keeps_to_the_cap_of_the_compile() -> None:
+    """Inside a compile an operand's DFA keeps to the DFA limit (not to the NFA budget, ten
+    times larger): a subset construction of hundreds of thousands of states, one at a time in
+    Python, ran for a minute or more before the grammar went over the limit all the same."""
+    from maskc.compiler.errors import StateLimitExceeded
+    from maskc.compiler.product import OperandStateLimit, operand_state_cap
+
+    ab = ByteSet(((0x61, 0x62),))
+
+    def wide() -> Seq:  # the 7th byte from the end is an "a": 2**7 minimal states (a new node each call)
+        return Seq((Repeat(ab, 0, None), _lit(b"a"), Repeat(ab, 6, 6)))
+
+    size = operand_dfa(wide(), max_states=10_000, deadline=None).num_states
+    assert size >= 128
+    with operand_state_cap(size):  # (a cap the operand fits: the same DFA)
+        assert operand_dfa(wide(), max_states=10_000, deadline=None).num_states == size
+    short = Seq((_lit(b"a"), Repeat(ab, 7, 7)))
+    for node in (wide(), Product(wide(), short, "and"), Alt((Product(wide(), short, "and"), Product(short, wide(), "minus")))):
+        with operand_state_cap(100), pytest.raises(OperandStateLimit) as err:
+            operand_dfa(node, max_states=10_000, deadline=None)
+        assert err.value.limit == 100 and "part of the grammar" in str(err.value)
+    built = wide()
+    operand_dfa(built, max_states=10_000, deadline=None)  # memoized: still over the cap
+    with operand_state_cap(100), pytest.raises(OperandStateLimit):
+        operand_dfa(built, max_states=10_000, deadline=None)
+    with operand_state_cap(100_000), pytest.raises(StateLimitExceeded) as over:  # the budget binds first
+        operand_dfa(wide(), max_states=100, deadline=None)
+    assert not isinstance(over.value, OperandStateLimit) and over.value.limit == 100
+    both = operand_dfa(Product(wide(), short, "and"), max_states=10_000, deadline=None)
+    assert both.num_states < 20 and _dfa_accepts(both, b"aaaaaaaa") and not _dfa_accepts(both, b"abaaaaaa")
+
+
+def test_a_compile_refuses_an_operand_over_its_state_limit(byte_vocab: object) -> None:
+    """A pattern of 2**7 states under a length bound: the grammar's own DFA has 11 states, but
+    its pattern's is built first and keeps to ``max_states`` like every DFA of the compile."""
+    from maskc.artifacts.api import compile_json_schema
+    from maskc.compiler.errors import StateLimitExceeded
+    from maskc.compiler.options import CompileOptions, Limits
+
+    schema = {"type": "string", "pattern": "^[ab]*a[ab]{6}$", "minLength": 8, "maxLength": 8}
+    with pytest.raises(StateLimitExceeded) as err:
+        compile_json_schema(schema, byte_vocab, options=CompileOptions(limits=Limits.scaled(max_states=100)))  # type: ignore[arg-type]
+    assert err.value.limit == 100 and "part of the grammar" in str(err.value) and "--max-states" in (err.value.hint or "")
+    art = compile_json_schema(schema, byte_vocab, options=CompileOptions(limits=Limits.scaled(max_states=1000)))  # type: ignore[arg-type]
+    for text, ok in [('"aaaaaaab"', True), ('"babbbbbb"', True), ('"abbbbbbb"', False), ('"aaaaaab"', False)]:
+        m = art.matcher()
+        assert (m.accept_string(text) and m.can_terminate()) == ok, text
