@@ -463,13 +463,12 @@ def _item_dfa(nfa: Nfa, node: Node) -> Dfa:
             cap on operand DFAs (:func:`maskc.compiler.product.operand_state_cap`).
     """
     # Local import: product.py depends on this module for the NFA construction.
-    from maskc.compiler.product import OperandStateLimit, operand_dfa
+    from maskc.compiler.product import OPERAND_STATES, OperandStateLimit, operand_dfa
 
     try:
         return operand_dfa(node, max_states=max(1, nfa.max_states - nfa.size), deadline=nfa.deadline)
     except OperandStateLimit as e:  # (against the compile's DFA limit: see operand_state_cap)
-        raise StateLimitExceeded("DFA states of a part of the grammar (an intersection, difference or union of "
-                                 "schemas)", limit=e.limit, pointer=e.pointer or "") from None
+        raise StateLimitExceeded(OPERAND_STATES, limit=e.limit, pointer=e.pointer or "") from None
     except StateLimitExceeded as e:
         raise StateLimitExceeded("NFA states", limit=nfa.max_states, pointer=e.pointer or "") from None
 

@@ -364,86 +364,70 @@ def compile_grammar(
     are taken from it where it holds them, and left there where it does not. Operand DFAs
     keep to the DFA limit (:func:`~maskc.compiler.product.operand_state_cap`)."""
     with operand_state_cap(options.limits.max_states):
-        return _compile_grammar(kind, source, grammar, vocab, options, not_enforced=not_enforced, progress=progress,
-                                timings=timings, deadline=deadline, shared=shared)
-
-
-def _compile_grammar(
-    kind: str,
-    source: str,
-    grammar: Grammar,
-    vocab: Vocabulary,
-    options: CompileOptions,
-    *,
-    not_enforced: list[dict[str, str]] | None,
-    progress: Progress | None,
-    timings: dict[str, float] | None,
-    deadline: float | None,
-    shared: _Shared | None,
-) -> CompiledGrammar:
-    t = timings if timings is not None else {}
-    if deadline is None:
-        deadline = time.monotonic() + options.limits.max_seconds
-    t0 = time.perf_counter()
-    rules = shared.rules if shared is not None else None
-    if rules is None:
+        t = timings if timings is not None else {}
+        if deadline is None:
+            deadline = time.monotonic() + options.limits.max_seconds
+        t0 = time.perf_counter()
+        rules = shared.rules if shared is not None else None
+        if rules is None:
+            try:
+                rules = resolve_rules(grammar, deadline=deadline)
+            except TimeLimitExceeded as e:
+                limit = options.limits.max_seconds
+                raise TimeLimitExceeded("compile time (s)", limit=limit, hint=e.hint) from None
+            if shared is not None:
+                shared.rules = rules
+        t["rules_ms"] = (time.perf_counter() - t0) * 1e3
+        if rules.regular:
+            return compile_ir(kind, source, rules.bodies[0], vocab, options, not_enforced=not_enforced,
+                              progress=progress, timings=t, deadline=deadline, shared=shared)
+        start = time.perf_counter()
         try:
-            rules = resolve_rules(grammar, deadline=deadline)
+            pda = shared.pda if shared is not None else None
+            if shared is not None and shared.refused is not None:
+                raise _shared_failure(shared.refused, options.limits.max_seconds)
+            if pda is not None:
+                t["shared_automaton"] = 1.0
+            else:
+                try:
+                    pda = build_pda(rules, options, t, deadline=deadline)
+                except (MaskcError, MemoryError) as e:
+                    failure = _failure(e)
+                    if shared is not None:
+                        shared.refused = failure
+                    try:
+                        raise failure from None
+                    finally:
+                        del failure  # (no cycle through this frame: see _failure)
+                if shared is not None:
+                    shared.pda = pda
+            if pda.num_states > options.limits.max_states:
+                raise StateLimitExceeded("automaton states", limit=options.limits.max_states, got=pda.num_states)
+            table = token_table(vocab)
+            builder = MaskStoreBuilder(vocab.vocab_size)
+            t1 = time.perf_counter()
+            masks = align_pda(pda, table, add_mask=builder.add, progress=progress, deadline=deadline,
+                              max_states=options.limits.max_states)
         except TimeLimitExceeded as e:
             raise TimeLimitExceeded("compile time (s)", limit=options.limits.max_seconds, hint=e.hint) from None
-        if shared is not None:
-            shared.rules = rules
-    t["rules_ms"] = (time.perf_counter() - t0) * 1e3
-    if rules.regular:
-        return compile_ir(kind, source, rules.bodies[0], vocab, options, not_enforced=not_enforced,
-                          progress=progress, timings=t, deadline=deadline, shared=shared)
-    start = time.perf_counter()
-    try:
-        pda = shared.pda if shared is not None else None
-        if shared is not None and shared.refused is not None:
-            raise _shared_failure(shared.refused, options.limits.max_seconds)
-        if pda is not None:
-            t["shared_automaton"] = 1.0
-        else:
-            try:
-                pda = build_pda(rules, options, t, deadline=deadline)
-            except (MaskcError, MemoryError) as e:
-                failure = _failure(e)
-                if shared is not None:
-                    shared.refused = failure
-                try:
-                    raise failure from None
-                finally:
-                    del failure  # (no cycle through this frame: see _failure)
-            if shared is not None:
-                shared.pda = pda
-        if pda.num_states > options.limits.max_states:
-            raise StateLimitExceeded("automaton states", limit=options.limits.max_states, got=pda.num_states)
-        table = token_table(vocab)
-        builder = MaskStoreBuilder(vocab.vocab_size)
-        t1 = time.perf_counter()
-        masks = align_pda(pda, table, add_mask=builder.add, progress=progress, deadline=deadline,
-                          max_states=options.limits.max_states)
-    except TimeLimitExceeded as e:
-        raise TimeLimitExceeded("compile time (s)", limit=options.limits.max_seconds, hint=e.hint) from None
-    t["align_ms"] = (time.perf_counter() - t1) * 1e3
-    store = builder.build()
-    prove_start_spellable(pda, masks.accepted, masks.uncertain, store, tokenizer=vocab.name)
-    t["total_ms"] = (time.perf_counter() - start) * 1e3
-    return CompiledGrammar(
-        kind=kind,
-        source=source,
-        dfa=pda.dfa,
-        state_mask=masks.accepted,
-        masks=store,
-        options=options,
-        not_enforced=list(not_enforced or []),
-        timings=t,
-        pda=pda,
-        uncertain_mask=masks.uncertain,
-        flat_mask=masks.flat,
-        inline_depth=masks.inline_depth,
-    )
+        t["align_ms"] = (time.perf_counter() - t1) * 1e3
+        store = builder.build()
+        prove_start_spellable(pda, masks.accepted, masks.uncertain, store, tokenizer=vocab.name)
+        t["total_ms"] = (time.perf_counter() - start) * 1e3
+        return CompiledGrammar(
+            kind=kind,
+            source=source,
+            dfa=pda.dfa,
+            state_mask=masks.accepted,
+            masks=store,
+            options=options,
+            not_enforced=list(not_enforced or []),
+            timings=t,
+            pda=pda,
+            uncertain_mask=masks.uncertain,
+            flat_mask=masks.flat,
+            inline_depth=masks.inline_depth,
+        )
 
 
 def source_of(kind: str, grammar: Any) -> str:

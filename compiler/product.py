@@ -31,7 +31,7 @@ from maskc.compiler.ir import Alt, Node, Product, alt
 from maskc.compiler.minimize import minimize
 from maskc.compiler.nfa import _has_ref, _pair_classes, lower
 
-__all__ = ["OperandStateLimit", "operand_dfa", "operand_state_cap", "proven_empty"]
+__all__ = ["OPERAND_STATES", "OperandStateLimit", "operand_dfa", "operand_state_cap", "proven_empty"]
 
 _CACHE_SIZE = 64
 _PAIR_CELLS = 1 << 20
@@ -44,6 +44,10 @@ _cache: OrderedDict[int, tuple[Node, Dfa]] = OrderedDict()
 _lock = threading.Lock()
 
 _CAP: ContextVar[int | None] = ContextVar("maskc_operand_state_cap", default=None)
+
+
+OPERAND_STATES = "DFA states of a part of the grammar (an intersection, difference or union of schemas)"
+"""What :class:`OperandStateLimit` reports over (the part a user's schema can point to)."""
 
 
 class OperandStateLimit(StateLimitExceeded):
@@ -109,8 +113,7 @@ def _over(dmax: int, max_states: int) -> StateLimitExceeded:
     """The error of an operand DFA over ``dmax`` states: :class:`OperandStateLimit` where the
     cap set it (below ``max_states``, the budget of the call)."""
     if dmax < max_states:
-        return OperandStateLimit("DFA states of a part of the grammar (an intersection, difference or union of "
-                                 "schemas)", limit=dmax)
+        return OperandStateLimit(OPERAND_STATES, limit=dmax)
     return StateLimitExceeded("DFA states", limit=dmax)
 
 
@@ -141,10 +144,11 @@ def operand_dfa(node: Node, *, max_states: int, deadline: float | None) -> Dfa:
         if dfa.num_states > dmax:
             raise _over(dmax, max_states)
         return dfa
-    union = isinstance(node, Alt) and sum(isinstance(x, Product) for x in node.items) >= 2 and not _has_ref(node)
+    union = node if isinstance(node, Alt) and sum(isinstance(x, Product) for x in node.items) >= 2 \
+        and not _has_ref(node) else None
     try:
-        if isinstance(node, Alt) and union:
-            raw = _union_dfa(node, max_states=max_states, max_dfa=dmax, deadline=deadline)  # (pruned and minimized)
+        if union is not None:
+            raw = _union_dfa(union, max_states=max_states, max_dfa=dmax, deadline=deadline)  # (minimized)
         elif isinstance(node, Product):
             raw = _pair_dfa(node, max_states=max_states, max_dfa=dmax, deadline=deadline)
         else:
@@ -156,7 +160,7 @@ def operand_dfa(node: Node, *, max_states: int, deadline: float | None) -> Dfa:
         if dmax < max_states and e.limit == dmax:  # (this DFA went over the cap, not a nested NFA)
             raise _over(dmax, max_states) from None
         raise
-    if union:
+    if union is not None:
         dfa = raw
     else:
         _check(deadline)  # (the construction may end at the limit: what follows is a pass or more over it)

@@ -661,7 +661,8 @@ def test_an_operand_dfa_keeps_to_the_cap_of_the_compile() -> None:
     with operand_state_cap(size):  # (a cap the operand fits: the same DFA)
         assert operand_dfa(wide(), max_states=10_000, deadline=None).num_states == size
     short = Seq((_lit(b"a"), Repeat(ab, 7, 7)))
-    for node in (wide(), Product(wide(), short, "and"), Alt((Product(wide(), short, "and"), Product(short, wide(), "minus")))):
+    united = Alt((Product(wide(), short, "and"), Product(short, wide(), "minus")))
+    for node in (wide(), Product(wide(), short, "and"), united):
         with operand_state_cap(100), pytest.raises(OperandStateLimit) as err:
             operand_dfa(node, max_states=10_000, deadline=None)
         assert err.value.limit == 100 and "part of the grammar" in str(err.value)
@@ -684,10 +685,15 @@ def test_a_compile_refuses_an_operand_over_its_state_limit(byte_vocab: object) -
     from maskc.compiler.options import CompileOptions, Limits
 
     schema = {"type": "string", "pattern": "^[ab]*a[ab]{6}$", "minLength": 8, "maxLength": 8}
+    def compiled(max_states: int):  # type: ignore[no-untyped-def]
+        options = CompileOptions(limits=Limits.scaled(max_states=max_states))
+        return compile_json_schema(schema, byte_vocab, options=options)  # type: ignore[arg-type]
+
     with pytest.raises(StateLimitExceeded) as err:
-        compile_json_schema(schema, byte_vocab, options=CompileOptions(limits=Limits.scaled(max_states=100)))  # type: ignore[arg-type]
-    assert err.value.limit == 100 and "part of the grammar" in str(err.value) and "--max-states" in (err.value.hint or "")
-    art = compile_json_schema(schema, byte_vocab, options=CompileOptions(limits=Limits.scaled(max_states=1000)))  # type: ignore[arg-type]
+        compiled(100)
+    assert err.value.limit == 100 and "part of the grammar" in str(err.value)
+    assert "--max-states" in (err.value.hint or "")
+    art = compiled(1000)
     for text, ok in [('"aaaaaaab"', True), ('"babbbbbb"', True), ('"abbbbbbb"', False), ('"aaaaaab"', False)]:
         m = art.matcher()
         assert (m.accept_string(text) and m.can_terminate()) == ok, text
