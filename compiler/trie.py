@@ -436,33 +436,36 @@ def walk_loops(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int,
 def _expand(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int, dead: int, owner: NDArray[np.int64],
             node: NDArray[np.int64], state: NDArray[np.int64], k: int) -> list[NDArray[np.int64]]:
     """Follow live (owner, node, state) triples down the trie: per owner, the tokens reached
-    alive (in no particular order)."""
+    alive (in no particular order).
+
+    The tokens that end at a level's nodes are gathered with that level, while its arrays
+    are fresh in the cache, and a node without children needs no filtering out: its count
+    of zero repeats it nowhere."""
     got_o: list[NDArray[np.int64]] = []
-    got_n: list[NDArray[np.int64]] = []
-    cs = trie.child_start
+    got_t: list[NDArray[np.int64]] = []
+    cs, ts, order = trie.child_start, trie.tok_start, trie.tok_order
     while node.size:
-        got_o.append(owner)
-        got_n.append(node)
+        t0 = ts[node]
+        tc = ts[node + 1] - t0
+        te = np.cumsum(tc)
+        total = int(te[-1])
+        if total:
+            got_t.append(order[np.repeat(t0 - (te - tc), tc) + np.arange(total, dtype=np.int64)])
+            got_o.append(np.repeat(owner, tc))
         c0 = cs[node]
         cnt = cs[node + 1] - c0
-        total = int(cnt.sum())
+        ends = np.cumsum(cnt)
+        total = int(ends[-1])
         if not total:
             break
-        keep = cnt > 0
-        owner, state, c0, cnt = owner[keep], state[keep], c0[keep], cnt[keep]
-        child = np.repeat(c0 - (np.cumsum(cnt) - cnt), cnt) + np.arange(total, dtype=np.int64)
+        child = np.repeat(c0 - (ends - cnt), cnt) + np.arange(total, dtype=np.int64)
         nxt = flat_trans[np.repeat(state, cnt) * num_classes + trie.klass[child]]
         alive = nxt != dead
         owner, node, state = np.repeat(owner, cnt)[alive], child[alive], nxt[alive]
     if not got_o:
         return [np.zeros(0, dtype=np.int64) for _ in range(k)]
     owner = np.concatenate(got_o)
-    node = np.concatenate(got_n)
-    t0 = trie.tok_start[node]
-    cnt = trie.tok_start[node + 1] - t0
-    total = int(cnt.sum())
-    tok = trie.tok_order[np.repeat(t0 - (np.cumsum(cnt) - cnt), cnt) + np.arange(total, dtype=np.int64)]
-    owner = np.repeat(owner, cnt)
+    tok = np.concatenate(got_t)
     # grouped by owner only (a stable radix sort on small keys), not sorted within a group
     toks = tok[np.argsort(owner.astype(np.int16) if k <= 2**15 else owner, kind="stable")]
     bounds = _starts(owner, k, 0).tolist()
