@@ -604,6 +604,7 @@ def align(
     deadline: float | None = None,
     only: NDArray[np.int64] | None = None,
     free_order: bool = False,
+    short_blocks: NDArray[np.int64] | None = None,
 ) -> NDArray[np.int32]:
     """Compute each state's allowed-token mask.
 
@@ -615,6 +616,9 @@ def align(
         free_order: the masks may reach ``add_mask`` in another order (the caller adds
             them to its store by content): the long tokens' partition is then refined on
             from the short tokens' one rather than from scratch.
+        short_blocks: the partition of the states that :data:`SHORT_TOKEN` rounds of
+            refinement from the accepting states give (any numbering), where the caller has
+            it; else it is computed here.
 
     Returns:
         ``state -> mask id`` (int32 [states]).
@@ -628,7 +632,8 @@ def align(
     acc = dfa.accepting.astype(np.int64)
     # Masks of short tokens depend on the first SHORT_TOKEN bytes of the future only;
     # long tokens (few) on up to max_len bytes: two partitions, the finer one drives.
-    block_s = refine(dfa.trans, acc, max_rounds=SHORT_TOKEN, deadline=deadline)
+    block_s = refine(dfa.trans, acc, max_rounds=SHORT_TOKEN, deadline=deadline) if short_blocks is None else \
+        np.unique(short_blocks, return_inverse=True)[1].astype(np.int64).reshape(-1)
     if not long_.token_ids.size:
         block = block_s
     elif free_order:  # the same partition, refined on from the short one (numbered otherwise)

@@ -30,9 +30,10 @@ from collections.abc import Callable, Mapping, Set
 import numpy as np
 from numpy.typing import NDArray
 
-from maskc.compiler.align import TokenTable, align
+from maskc.compiler.align import SHORT_TOKEN, TokenTable, align
 from maskc.compiler.dfa import DEAD, Dfa, sorted_unique
 from maskc.compiler.errors import StateLimitExceeded, TimeLimitExceeded
+from maskc.compiler.minimize import refine
 from maskc.compiler.pda import LazyRows, Pda
 
 __all__ = ["align_pda", "PdaMasks", "INLINE_DEPTH", "return_points"]
@@ -41,6 +42,12 @@ INLINE_DEPTH = 2  # call levels a token may enter and leave inside a state's pre
 MAX_LOCAL_STATES = 40_000  # past this the inline depth is lowered
 MAX_OUTER = 16  # configurations tracked past the frame; beyond, any byte may follow
 UNION_MAX_STATES = 16_384  # alignment automata aligned as one up to this many states in all
+SHARED_UNION_MAX_STATES = 100_000
+"""Past :data:`UNION_MAX_STATES`, alignment automata are still aligned as one up to this
+many states in all where they share their short-token futures: where the union's blocks
+(the states that no short token tells apart) number at most :data:`SHARED_UNION_BLOCKS`
+of the automata's blocks counted one by one."""
+SHARED_UNION_BLOCKS = 0.9
 # Bytes into a token past which a walk that left its frame is no longer followed through the
 # callers' return points: it goes loose (its token is uncertain, settled on the live stack).
 OUTER_HORIZON = 6
@@ -482,14 +489,35 @@ def align_pda(
         return j
 
     parts = [(d_local, seed_local), (d_any, seed_any)] + ([] if flat_built is built else [(d_flat, seed_flat)])
-    if sum(d.num_states for d, _ in parts) <= UNION_MAX_STATES:
+    short_blocks: dict[int, NDArray[np.int64]] = {}  # per automaton: its short-token partition, where known
+    total_states = sum(d.num_states for d, _ in parts)
+    if total_states <= UNION_MAX_STATES:
         # The automata share many of their states' futures (all agree wherever no token
         # leaves or enters a frame): aligned as one disjoint union, the refinement gives the
         # states of one future one block, aligned once for all.
         union, seeds = _disjoint_union(parts)
         parts = [(union, seed) for seed in seeds]
-    # (a large grammar's automata are aligned one by one: the walks of one are freed before
-    # the next, where a union would hold them all at once)
+    elif total_states <= SHARED_UNION_MAX_STATES:
+        # A large grammar's automata are aligned one by one (the walks of one are freed
+        # before the next, where a union holds them all at once), unless they share enough
+        # of their futures: the union's short-token partition tells (states of two automata
+        # share a block where no short token tells them apart; two states of one automaton
+        # share one there exactly when they do in their automaton alone), and is handed to
+        # the alignments either way, so it is computed once.
+        union, seeds = _disjoint_union(parts)
+        block_u = refine(union.trans, union.accepting.astype(np.int64), max_rounds=SHORT_TOKEN, deadline=deadline)
+        wanted_u = [block_u[s[s >= 0]] for s in seeds]
+        apart = sum(sorted_unique(w).shape[0] for w in wanted_u)
+        together = sorted_unique(np.concatenate(wanted_u)).shape[0]
+        if together <= SHARED_UNION_BLOCKS * apart:
+            parts = [(union, seed) for seed in seeds]
+            short_blocks[id(union)] = block_u
+        else:
+            base = 0
+            for d, _ in parts:
+                short_blocks[id(d)] = block_u[base : base + d.num_states]
+                base += d.num_states
+        del union, wanted_u
     found: dict[int, NDArray[np.int32]] = {}
     total = len({id(d) for d, _ in parts})
     if progress is not None:
@@ -497,8 +525,8 @@ def align_pda(
     for d, seed in parts:
         if id(d) not in found:
             wanted = sorted_unique(np.concatenate([s[s >= 0] for dd, s in parts if dd is d]))
-            found[id(d)] = align(d, no_eos, add_mask=collect, deadline=deadline, only=wanted, free_order=True) \
-                if wanted.size else np.zeros(0, dtype=np.int32)
+            found[id(d)] = align(d, no_eos, add_mask=collect, deadline=deadline, only=wanted, free_order=True,
+                                 short_blocks=short_blocks.get(id(d))) if wanted.size else np.zeros(0, dtype=np.int32)
             if progress is not None:
                 progress(len(found), total)
     ids_of = [np.where(seed >= 0, found[id(d)][np.where(seed >= 0, seed, 0)], -1).astype(np.int32)

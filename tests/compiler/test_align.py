@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -195,3 +197,33 @@ def test_time_limit_is_enforced_in_every_stage(byte_vocab: Vocabulary, monkeypat
     with pytest.raises(TimeLimitExceeded, match="limit of 0.05"):
         maskc.compile_json_schema(schema, byte_vocab, options=CompileOptions(limits=Limits(max_seconds=0.05)))
     assert time.monotonic() - t0 < 5
+
+
+def test_a_short_partition_handed_in_gives_the_same_masks(byte_vocab: Vocabulary) -> None:
+    """align's short_blocks: the partition of SHORT_TOKEN refinement rounds, in any numbering,
+    gives what align computes itself."""
+    from maskc.compiler.align import SHORT_TOKEN, align
+    from maskc.compiler.minimize import refine
+    from maskc.compiler.pipeline import token_table
+
+    # (states along the long common run: no string of 16 bytes or fewer tells most apart)
+    schema = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 5},
+                                               "b": {"enum": ["q" * 30 + "x", "q" * 30 + "y"]}}, "required": ["b"]}
+    dfa = compile_json_schema(schema, byte_vocab).dfa
+    table = token_table(byte_vocab)
+
+    def masks(**kw: Any) -> list[bytes]:
+        store: list[bytes] = []
+
+        def add(mask: np.ndarray) -> int:
+            store.append(mask.tobytes())
+            return len(store) - 1
+
+        ids = align(dfa, table, add_mask=add, free_order=True, **kw)
+        return [store[i] for i in ids.tolist()]
+
+    blocks = refine(dfa.trans, dfa.accepting.astype(np.int64), max_rounds=SHORT_TOKEN)
+    assert 1 < int(blocks.max()) + 1 < dfa.num_states  # states some short token tells apart, and some not
+    renumbered = (int(blocks.max()) - blocks) * 7 + 3
+    assert masks(short_blocks=renumbered) == masks()
+

@@ -152,14 +152,32 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("union", [True, False], ids=["union", "one-by-one"])
-@pytest.mark.parametrize("name,grammar,cfg,start,max_depth,prefix_len", CASES, ids=[c[0] for c in CASES])
-def test_masks_match_the_oracle(name: str, grammar: Grammar, cfg: Cfg, start: str, max_depth: int, prefix_len: int,
-                                union: bool, vocab: Vocabulary, monkeypatch: pytest.MonkeyPatch) -> None:
+ALIGNMENT_MODES = ["union", "shared-union", "one-by-one", "one-by-one-refined-apart"]
+
+
+def _alignment_mode(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the alignment automata take one of align_pda's paths, whatever their size: one
+    union (small automata), one union because they share their futures (large ones), one by
+    one with the partitions of their union handed in (large ones sharing too little), or one
+    by one, each refined apart (too large to look)."""
     from maskc.compiler import align_pda
 
-    if not union:  # the alignment automata of a large grammar: aligned one by one
-        monkeypatch.setattr(align_pda, "UNION_MAX_STATES", 0)
+    if mode == "union":
+        return
+    monkeypatch.setattr(align_pda, "UNION_MAX_STATES", 0)
+    if mode == "shared-union":
+        monkeypatch.setattr(align_pda, "SHARED_UNION_BLOCKS", 1.0)
+    elif mode == "one-by-one":
+        monkeypatch.setattr(align_pda, "SHARED_UNION_BLOCKS", 0.0)
+    else:
+        monkeypatch.setattr(align_pda, "SHARED_UNION_MAX_STATES", 0)
+
+
+@pytest.mark.parametrize("mode", ALIGNMENT_MODES)
+@pytest.mark.parametrize("name,grammar,cfg,start,max_depth,prefix_len", CASES, ids=[c[0] for c in CASES])
+def test_masks_match_the_oracle(name: str, grammar: Grammar, cfg: Cfg, start: str, max_depth: int, prefix_len: int,
+                                mode: str, vocab: Vocabulary, monkeypatch: pytest.MonkeyPatch) -> None:
+    _alignment_mode(mode, monkeypatch)
     _check_against_oracle(_art(grammar, vocab, max_depth), cfg, start, max_depth, prefix_len, vocab)
 
 
@@ -438,13 +456,14 @@ def test_walks_past_a_frame_go_loose_after_a_few_bytes(monkeypatch: pytest.Monke
 def test_alignment_automata_give_one_artifact_aligned_as_one_or_one_by_one(
         toy_vocab: Vocabulary, monkeypatch: pytest.MonkeyPatch) -> None:
     import maskc
-    from maskc.compiler import align_pda
 
     schema = {"type": "object", "properties": {"a": {"$ref": "#"}, "b": {"type": "array", "items": {"$ref": "#"}},
                                                "c": {"type": "string", "maxLength": 12}}}
     opts = CompileOptions(semantics="exact")
     union = maskc.compile_json_schema(schema, toy_vocab, options=opts, cache=False)
     assert union.is_pushdown and union.inline_depth > 0  # three automata: accepted, any, flat
-    monkeypatch.setattr(align_pda, "UNION_MAX_STATES", 0)
-    apart = maskc.compile_json_schema(schema, toy_vocab, options=opts, cache=False)
-    assert apart.to_bytes() == union.to_bytes()
+    for mode in ALIGNMENT_MODES[1:]:
+        with monkeypatch.context() as m:
+            _alignment_mode(mode, m)
+            other = maskc.compile_json_schema(schema, toy_vocab, options=opts, cache=False)
+        assert other.to_bytes() == union.to_bytes(), mode
