@@ -491,33 +491,33 @@ def align_pda(
     parts = [(d_local, seed_local), (d_any, seed_any)] + ([] if flat_built is built else [(d_flat, seed_flat)])
     short_blocks: dict[int, NDArray[np.int64]] = {}  # per automaton: its short-token partition, where known
     total_states = sum(d.num_states for d, _ in parts)
-    if total_states <= UNION_MAX_STATES:
+    if total_states <= SHARED_UNION_MAX_STATES:
         # The automata share many of their states' futures (all agree wherever no token
         # leaves or enters a frame): aligned as one disjoint union, the refinement gives the
         # states of one future one block, aligned once for all.
+        union: Dfa | None
         union, seeds = _disjoint_union(parts)
-        parts = [(union, seed) for seed in seeds]
-    elif total_states <= SHARED_UNION_MAX_STATES:
-        # A large grammar's automata are aligned one by one (the walks of one are freed
-        # before the next, where a union holds them all at once), unless they share enough
-        # of their futures: the union's short-token partition tells (states of two automata
-        # share a block where no short token tells them apart; two states of one automaton
-        # share one there exactly when they do in their automaton alone), and is handed to
-        # the alignments either way, so it is computed once.
-        union, seeds = _disjoint_union(parts)
-        block_u = refine(union.trans, union.accepting.astype(np.int64), max_rounds=SHORT_TOKEN, deadline=deadline)
-        wanted_u = [block_u[s[s >= 0]] for s in seeds]
-        apart = sum(sorted_unique(w).shape[0] for w in wanted_u)
-        together = sorted_unique(np.concatenate(wanted_u)).shape[0]
-        if together <= SHARED_UNION_BLOCKS * apart:
+        if total_states > UNION_MAX_STATES:
+            # A large grammar's automata are aligned one by one (the walks of one are freed
+            # before the next, where a union holds them all at once), unless they share
+            # enough: the union's short-token partition tells (states of two automata share
+            # a block where no short token tells them apart; two states of one automaton
+            # share one there exactly when they do in their automaton alone), and is handed
+            # to the alignments either way, so it is computed once.
+            block_u = refine(union.trans, union.accepting.astype(np.int64), max_rounds=SHORT_TOKEN,
+                             deadline=deadline)
+            wanted_u = [block_u[s[s >= 0]] for s in seeds]
+            apart = sum(sorted_unique(w).shape[0] for w in wanted_u)
+            if sorted_unique(np.concatenate(wanted_u)).shape[0] <= SHARED_UNION_BLOCKS * apart:
+                short_blocks[id(union)] = block_u
+            else:
+                base = 0
+                for d, _ in parts:
+                    short_blocks[id(d)] = block_u[base : base + d.num_states]
+                    base += d.num_states
+                union = None  # (freed before the alignments)
+        if union is not None:
             parts = [(union, seed) for seed in seeds]
-            short_blocks[id(union)] = block_u
-        else:
-            base = 0
-            for d, _ in parts:
-                short_blocks[id(d)] = block_u[base : base + d.num_states]
-                base += d.num_states
-        del union, wanted_u
     found: dict[int, NDArray[np.int32]] = {}
     total = len({id(d) for d, _ in parts})
     if progress is not None:

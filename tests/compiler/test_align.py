@@ -226,4 +226,3 @@ def test_a_short_partition_handed_in_gives_the_same_masks(byte_vocab: Vocabulary
     assert 1 < int(blocks.max()) + 1 < dfa.num_states  # states some short token tells apart, and some not
     renumbered = (int(blocks.max()) - blocks) * 7 + 3
     assert masks(short_blocks=renumbered) == masks()
-
