@@ -56,6 +56,20 @@ def test_rows_and_decode_read_the_stored_table_exactly(seed: int) -> None:
     assert dfa.stepper()(n - 1, c - 1) == trans[n - 1, c - 1]
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_each_row_stores_its_most_frequent_target_as_default(seed: int) -> None:
+    """The default of a row is its most frequent target, the least of those tied: the fewest
+    exceptions, and one answer for the same table."""
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(200):
+        n, c, k = int(rng.integers(1, 25)), int(rng.integers(1, 12)), int(rng.integers(1, 6))
+        trans = rng.integers(-1, k, size=(n, c)).astype(np.int32)  # few values: many ties
+        default = fmt.encode_trans(trans)["dfa.default"]
+        for row, got in zip(trans.tolist(), default.tolist(), strict=True):
+            counts = {v: row.count(v) for v in row}
+            assert got == min(v for v in counts if counts[v] == max(counts.values()))
+
+
 def test_a_dfa_cannot_be_changed_after_it_is_built() -> None:
     dfa = Dfa(np.zeros((2, 1), dtype=np.int32), np.zeros(256, dtype=np.uint8), np.array([True, False]))
     with pytest.raises(AttributeError):
