@@ -131,7 +131,11 @@ def build_contexts(art: Artifact) -> tuple[MaskStore, ContextTable] | None:
     bottom = _start_frame(pda, calls)
     owner: list[int] = []
     below: list[tuple[int, int]] = []  # (the frame below the top, the frame below that)
-    rows: list[tuple[NDArray[np.int32], int]] = []
+    # Answers repeat (a few dozen distinct rows in thousands of contexts): each distinct
+    # row is kept once, with the mask of the first state that gave it, as it comes.
+    distinct: list[tuple[NDArray[np.int32], int]] = []
+    found: dict[bytes, int] = {}
+    which: list[int] = []  # per context: its row in ``distinct``
     lo: list[int] = []
     hi: list[int] = []
     end: list[bool] = []
@@ -176,7 +180,10 @@ def build_contexts(art: Artifact) -> tuple[MaskStore, ContextTable] | None:
                 if key is not None:
                     owner.append(q)
                     below.append(key)
-                    rows.append((row, int(art.state_mask[q])))
+                    j = found.setdefault(row.tobytes(), len(distinct))
+                    if j == len(distinct):
+                        distinct.append((row, int(art.state_mask[q])))
+                    which.append(j)
                     lo.append(w.lo[0])
                     hi.append(w.hi[0])
                     end.append(can_end)
@@ -188,13 +195,8 @@ def build_contexts(art: Artifact) -> tuple[MaskStore, ContextTable] | None:
     if not below:
         return None
     builder = MaskStoreBuilder(art.vocab_size, art.masks)
-    found: dict[bytes, int] = {}  # (answers repeat: a few dozen distinct rows in thousands)
-    ids = []
-    for row, base in rows:
-        m = found.get(row.tobytes())
-        if m is None:
-            m = found[row.tobytes()] = builder.add(unpack_bool(row, art.vocab_size), base)
-        ids.append(m)
+    added = [builder.add(unpack_bool(row, art.vocab_size), base) for row, base in distinct]
+    ids = [added[j] for j in which]
     store = builder.build()
     # sorted by top state, then by the frames below (NONE_BELOW and ANY_BELOW first): the
     # runtime searches them. The headroom lies in [0, max_depth): an interval is kept

@@ -7,6 +7,7 @@ pruned DFA can reach an accepting state, so a missing transition is the only way
 
 from __future__ import annotations
 
+import hashlib
 import time
 from array import array
 from collections.abc import Callable
@@ -296,9 +297,12 @@ def determinize_rules(
         byte classes first, then column ``classes + i`` holds the state after a call to rule
         ``i`` (``-1``: no such call); ``accepting`` marks where a rule may return; ``starts``
         is each rule's start state. The rules' subgraphs are disjoint, so no subset mixes two.
+
+    The NFA's byte edges are consumed: each state's are dropped once its moves are built
+    (the caller's NFA is transient, and the two would be a large grammar's peak together).
     """
     trans, byte_class, accepting, starts, _, _ = _subsets(
-        nfa, nfa.starts, set(nfa.finals), len(nfa.starts), max_states, deadline)
+        nfa, nfa.starts, set(nfa.finals), len(nfa.starts), max_states, deadline, consume=True)
     return trans, byte_class, accepting, starts
 
 
@@ -342,7 +346,7 @@ def _disjoint(spans: list[tuple[int, int, Subset]]) -> list[tuple[int, int, Subs
 
 def _subsets(
     nfa: Nfa, seeds: list[int], finals: set[int], num_calls: int, max_states: int, deadline: float | None,
-    *, counted: bool = False,
+    *, counted: bool = False, consume: bool = False,
 ) -> tuple[NDArray[np.int32], NDArray[np.uint8], NDArray[np.bool_], list[int],
            NDArray[np.int32] | None, NDArray[np.bool_] | None]:
     """Subset construction over spans of byte classes.
@@ -351,6 +355,8 @@ def _subsets(
     span of classes with its target already epsilon-closed, so a DFA row is the union of
     its members' spans, cut where they overlap, and a span of classes with one target is
     interned once. DFA states are numbered in discovery order, classes visited in order.
+
+    ``consume``: each state's byte edges are dropped from ``nfa`` once read.
 
     ``counted``: the NFA's counted loops are kept (:func:`determinize_counted`). A subset
     may hold one member of one loop at most, and while it does, no other member may move
@@ -384,12 +390,13 @@ def _subsets(
     # Per useful NFA state: (first class, past-the-last class, closed targets).
     moves: dict[int, list[tuple[int, int, Subset]]] = {}
     bc = byte_class.tolist()
+    edges = nfa.edges
 
     def moves_of(s: int) -> list[tuple[int, int, Subset]]:
         got = moves.get(s)
         if got is None:
             got = []
-            for lo, hi, tgt in nfa.edges[s]:
+            for lo, hi, tgt in edges[s]:
                 ts = single[tgt]
                 if ts is None:
                     ts = closure_of(tgt)
@@ -401,6 +408,8 @@ def _subsets(
                 else:
                     got.append((bc[lo], bc[hi] + 1, ts))
             moves[s] = got
+            if consume:
+                edges[s].clear()
         return got
 
     tag = nfa.tag
@@ -616,19 +625,30 @@ def prune(dfa: Dfa) -> Dfa:
     return Dfa(t, dfa.byte_class.copy(), dfa.accepting[keep].copy())
 
 
+def _column_digest(column: NDArray[np.int32]) -> bytes:
+    return hashlib.blake2b(column.data, digest_size=16).digest()
+
+
 def compress_classes(dfa: Dfa) -> Dfa:
     """Merge byte classes whose columns are identical in every state (greenery's repartition)."""
-    # Columns compared by their bytes (np.unique over axis 0 would build a structured dtype of
-    # one field per state: a second for a hundred thousand states); classes numbered by
-    # first occurrence.
-    columns = np.ascontiguousarray(dfa.trans.T)
-    seen: dict[bytes, int] = {}
+    # Columns compared by a digest of their bytes, equal digests checked cell by cell (np.unique
+    # over axis 0 would build a structured dtype of one field per state: a second for a
+    # hundred thousand states; a transposed copy keyed by its bytes held the table twice
+    # over); classes numbered by first occurrence.
+    trans = dfa.trans
+    seen: dict[bytes, list[int]] = {}
     firsts: list[int] = []
-    inverse = np.empty(columns.shape[0], dtype=np.int64)
-    for k in range(columns.shape[0]):
-        j = seen.setdefault(columns[k].tobytes(), len(firsts))
-        if j == len(firsts):
+    inverse = np.empty(trans.shape[1], dtype=np.int64)
+    for k in range(trans.shape[1]):
+        column = np.ascontiguousarray(trans[:, k])
+        same = seen.setdefault(_column_digest(column), [])
+        for j in same:
+            if np.array_equal(column, trans[:, firsts[j]]):
+                break
+        else:
+            j = len(firsts)
             firsts.append(k)
+            same.append(j)
         inverse[k] = j
     new_trans = np.ascontiguousarray(dfa.trans[:, firsts])
     byte_class = inverse[dfa.byte_class.astype(np.int64)].astype(np.uint8)

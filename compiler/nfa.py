@@ -795,10 +795,13 @@ def _build_block(nfa: Nfa, rows: Iterable[Iterable[tuple[int, int, int]]], n: in
     base = nfa.new_many(n)  # state s of the automaton is base + s
     nfa.eps[start].append(base)
     edges = nfa.edges
+    # one int object per target, shared by every edge into it (a large grammar has millions
+    # of edges: a fresh int per edge was a third of the NFA's memory)
+    target = list(range(base, base + n))
     for s, out in enumerate(rows, base):
         if nfa.deadline is not None and (s & 1023) == 0 and time.monotonic() > nfa.deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
-        edges[s].extend([(lo, hi, base + t) for lo, hi, t in out])
+        edges[s].extend([(lo, hi, target[t]) for lo, hi, t in out])
     for s in accepting:
         nfa.eps[base + s].append(end)
 

@@ -351,10 +351,12 @@ def build_pda(rules: ResolvedRules, options: CompileOptions, timings: dict[str, 
     remap[order_arr] = np.arange(n)
     sub = full[reps]
     del trans, full, byte_t, call_t
-    sub = np.where(sub >= 0, remap[block[np.where(sub >= 0, sub, 0)]], DEAD).astype(np.int32)
+    # each old state's new number, and DEAD for a missing edge (-1 reads the last entry):
+    # one lookup of int32 cells, where a chain of wheres held three tables of int64
+    sub = np.append(remap[block], DEAD).astype(np.int32)[sub]
     acc = accepting[reps].copy()
     rule_start = np.where(called, remap[block[start_arr]], DEAD).astype(np.int32)
-    compressed = compress_classes(Dfa(np.ascontiguousarray(sub[:, :c]), byte_class, acc))
+    compressed = compress_classes(Dfa(sub[:, :c], byte_class, acc))  # (a view: compressing copies)
     calls = sub[:, c:]
     call_q, call_rule = np.nonzero(calls >= 0)
     call_ret = calls[call_q, call_rule].astype(np.int32)
