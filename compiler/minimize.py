@@ -47,9 +47,17 @@ def _is_congruence(block: NDArray[np.int64], initial: NDArray[np.int64], out: ND
     cnt = out[1:] - out[:-1]
     if not np.array_equal(cnt, cnt[r]):
         return False
-    pos = np.arange(live_col.shape[0], dtype=np.int64)
-    twin = pos + np.repeat(out[r] - out[:-1], cnt)  # the same transition of the block's first state
-    return bool(np.array_equal(live_col, live_col[twin]) and np.array_equal(block[live_tgt], block[live_tgt[twin]]))
+    shift = out[r] - out[:-1]  # from a state's transitions to its block's first state's
+    a = 0
+    while a < n:  # states a..b - 1, about _CHUNK_CELLS transitions (bounds the int64 temporaries)
+        b = min(n, max(a + 1, int(np.searchsorted(out, out[a] + _CHUNK_CELLS, side="right")) - 1))
+        lo, hi = int(out[a]), int(out[b])
+        twin = np.arange(lo, hi, dtype=np.int64) + np.repeat(shift[a:b], cnt[a:b])  # the same transitions there
+        if not (np.array_equal(live_col[lo:hi], live_col[twin])
+                and np.array_equal(block[live_tgt[lo:hi]], block[live_tgt[twin]])):
+            return False
+        a = b
+    return True
 
 
 def _rounds(

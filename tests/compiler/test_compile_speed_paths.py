@@ -258,12 +258,15 @@ def test_incremental_refinement_matches_full_moore_rounds(seed: int, dense_cells
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("dense_cells", [0, minimize_mod.DENSE_HASH_CELLS], ids=["sparse", "dense"])
 @pytest.mark.parametrize("small", [0, 64], ids=["array-rounds", "small-rounds"])
-def test_refinement_stays_exact_when_signatures_collide(seed: int, dense_cells: int, small: int,
+@pytest.mark.parametrize("chunk", [3, minimize_mod._CHUNK_CELLS], ids=["chunks-of-3", "one-chunk"])
+def test_refinement_stays_exact_when_signatures_collide(seed: int, dense_cells: int, small: int, chunk: int,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     # Multipliers of 1 make a signature the sum of the successors' blocks: rows such as
     # (0, 2) and (1, 1) collide, the hashed rounds merge states they should not, and the
-    # congruence check must catch it and rerun exactly.
+    # congruence check must catch it and rerun exactly (over the transitions in chunks, or
+    # all at once).
     monkeypatch.setattr(minimize_mod, "_MULT", np.ones_like(minimize_mod._MULT))
+    monkeypatch.setattr(minimize_mod, "_CHUNK_CELLS", chunk)
     monkeypatch.setattr(minimize_mod, "DENSE_HASH_CELLS", dense_cells)
     monkeypatch.setattr(minimize_mod, "SMALL_ROUND", small)
     exact = minimize_mod._rounds
