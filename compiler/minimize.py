@@ -52,7 +52,8 @@ def _is_congruence(block: NDArray[np.int64], initial: NDArray[np.int64], out: ND
     while a < n:  # states a..b - 1, about _CHUNK_CELLS transitions (bounds the int64 temporaries)
         b = min(n, max(a + 1, int(np.searchsorted(out, out[a] + _CHUNK_CELLS, side="right")) - 1))
         lo, hi = int(out[a]), int(out[b])
-        twin = np.arange(lo, hi, dtype=np.int64) + np.repeat(shift[a:b], cnt[a:b])  # the same transitions there
+        # the same transitions of each state's block's first state
+        twin = np.arange(lo, hi, dtype=np.int64) + np.repeat(shift[a:b], cnt[a:b])
         if not (np.array_equal(live_col[lo:hi], live_col[twin])
                 and np.array_equal(block[live_tgt[lo:hi]], block[live_tgt[twin]])):
             return False

@@ -259,8 +259,8 @@ def test_incremental_refinement_matches_full_moore_rounds(seed: int, dense_cells
 @pytest.mark.parametrize("dense_cells", [0, minimize_mod.DENSE_HASH_CELLS], ids=["sparse", "dense"])
 @pytest.mark.parametrize("small", [0, 64], ids=["array-rounds", "small-rounds"])
 @pytest.mark.parametrize("chunk", [3, minimize_mod._CHUNK_CELLS], ids=["chunks-of-3", "one-chunk"])
-def test_refinement_stays_exact_when_signatures_collide(seed: int, dense_cells: int, small: int, chunk: int,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_refinement_stays_exact_when_signatures_collide(seed: int, dense_cells: int, small: int,
+                                                        chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
     # Multipliers of 1 make a signature the sum of the successors' blocks: rows such as
     # (0, 2) and (1, 1) collide, the hashed rounds merge states they should not, and the
     # congruence check must catch it and rerun exactly (over the transitions in chunks, or
@@ -592,8 +592,8 @@ def test_byte_classes_merge_exactly_the_equal_columns(seed: int, digests: str,
         trans = base[:, rng.integers(0, distinct, size=c + 2)]  # columns repeated at random
         byte_class = rng.integers(0, c, size=256).astype(np.uint8)
         byte_class[:c] = np.arange(c)
-        d = Dfa(trans[:, :c] if rng.random() < 0.5 else np.ascontiguousarray(trans[:, :c]), byte_class,
-                rng.random(n) < 0.5)
+        table = trans[:, :c] if rng.random() < 0.5 else np.ascontiguousarray(trans[:, :c])
+        d = Dfa(table, byte_class, rng.random(n) < 0.5)
         got = dfa_mod.compress_classes(d)
         # every byte goes where it went; two bytes share a class exactly when their columns agree
         assert np.array_equal(got.trans[:, got.byte_class], d.trans[:, d.byte_class])
