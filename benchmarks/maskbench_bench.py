@@ -161,6 +161,7 @@ class EngineRun(Verdicts):
         t = d.pop("token_us")
         d["token_us_p50"] = _pct(t, 50)
         d["token_us_p99"] = _pct(t, 99)
+        d["token_us_max"] = max(t) if t else None
         d["token_count_timed"] = len(t)
         d["sound"], d["passed"] = self.sound, self.passed
         return d

@@ -8,6 +8,7 @@ instance, time only the first valid one, and take their options (XGrammar's
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import json
 import string
@@ -127,6 +128,24 @@ def test_xgrammar_strict_decides_undeclared_keys(strict: bool, toy: Vocabulary, 
     res = measure(engine, Job(OPEN, (extra, plain), timed=1), tmp_path)
     assert res.verdicts == [not strict, True]
     assert len(res.step_us) == len(plain.ids)
+
+
+def test_steps_run_over_a_frozen_heap_thawed_after(toy: Vocabulary, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full collection during the timed steps scans what the steps made, not the heap the
+    process held before them; the collector is as it was once the steps end."""
+    from maskc.artifacts.bench import runner
+
+    seen: list[int] = []
+    walk = runner._walk
+    monkeypatch.setattr(runner, "_walk", lambda *a: seen.append(gc.get_freeze_count()) or walk(*a))
+    before = gc.get_freeze_count()
+    plain = Instance(tuple(toy.encode('{"a":1}')), True)
+    bad = Instance(tuple(toy.encode('{"a":"x"}')), False)
+    res = measure(make_engine("maskc", toy), Job(OPEN, (plain, bad), timed=0), tmp_path)
+    assert res.verdicts == [True, False] and len(res.step_us) == len(plain.ids)
+    assert len(seen) == 2 and all(n > before for n in seen)
+    assert gc.get_freeze_count() == before
 
 
 def test_xgrammar_follows_maskc_semantics_by_default(toy: Vocabulary) -> None:

@@ -218,13 +218,20 @@ def measure(engine: Engine, job: Job, workdir: Path) -> EngineResult:
     # Steps are timed from a clean collector: a collection the compile, the load or the walks
     # above left due would land in the first steps and time the process's heap (10 to 30 ms
     # for a full pass here), not the engine. The same for every engine; a collection the
-    # engine's own steps bring on is still timed.
+    # engine's own steps bring on is still timed. What is alive then is frozen for the
+    # steps: a full collection they bring on scans the objects they made, not the process's
+    # heap (in a MaskBench run a full pass took 70 to 110 ms, and landed in one schema's
+    # steps or another's as the heap grew).
     gc.collect()
-    verdicts = [False] * len(instances)
-    for k in order:
-        inst = instances[k]
-        passed = _walk(m, inst, eos, res.step_us if timed in (None, k) else [])
-        verdicts[k] = passed
+    gc.freeze()
+    try:
+        verdicts = [False] * len(instances)
+        for k in order:
+            inst = instances[k]
+            verdicts[k] = _walk(m, inst, eos, res.step_us if timed in (None, k) else [])
+    finally:
+        gc.unfreeze()
+    for inst, passed in zip(instances, verdicts, strict=True):
         if inst.valid:
             res.valid_accepted += passed
             res.valid_rejected += not passed
