@@ -72,6 +72,7 @@ if str(REPO_ROOT) not in sys.path:
 
 from maskc.artifacts.artifact import Artifact
 from maskc.artifacts.bench import EngineResult, EngineWorker, Instance, Job, TokenizerSpec
+from maskc.artifacts.bench.runner import frozen_heap
 
 import maskc
 from tests.maskbench import (
@@ -213,12 +214,8 @@ def run_maskc(case: dict[str, Any], res: SchemaResult, tok: maskc.Vocabulary, id
         # as the peers' steps (``maskc.artifacts.bench.runner.measure``): from a clean collector,
         # over a frozen heap (this process holds every schema's run so far: full passes over it
         # took 70 to 110 ms and landed in a schema's steps)
-        gc.collect()
-        gc.freeze()
-        try:
+        with frozen_heap():
             ok = _timed_walk(run, ids, bitmask, lambda: m.fill_next_token_bitmask(bitmask, 0), m.accept_token)
-        finally:
-            gc.unfreeze()
         run.instance_accepted = ok and m.can_terminate()
     if correctness:
         check_artifact(art, case, tok, res, token_level=True)

@@ -24,7 +24,8 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -147,6 +148,18 @@ def _first_mask(engine: Engine, compiled: Any) -> Any:
     return m
 
 
+@contextmanager
+def frozen_heap() -> Iterator[None]:
+    """Timed steps from a clean collector, over a frozen heap (see :func:`measure`); the
+    collector is thawed after."""
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 def _walk(m: Any, inst: Instance, eos: tuple[int, ...], steps: list[float]) -> bool:
     """Feed ``inst`` token by token (each must be allowed by the step's mask and accepted),
     timing mask fill and accept of every step; then EOS must be allowed."""
@@ -222,15 +235,11 @@ def measure(engine: Engine, job: Job, workdir: Path) -> EngineResult:
     # steps: a full collection they bring on scans the objects they made, not the process's
     # heap (in a MaskBench run a full pass took 70 to 110 ms, and landed in one schema's
     # steps or another's as the heap grew).
-    gc.collect()
-    gc.freeze()
-    try:
-        verdicts = [False] * len(instances)
+    verdicts = [False] * len(instances)
+    with frozen_heap():
         for k in order:
             inst = instances[k]
             verdicts[k] = _walk(m, inst, eos, res.step_us if timed in (None, k) else [])
-    finally:
-        gc.unfreeze()
     for inst, passed in zip(instances, verdicts, strict=True):
         if inst.valid:
             res.valid_accepted += passed
