@@ -249,6 +249,10 @@ class Grammar:
     """Rules a front end made only so that their uses share one body (rather than each
     inlining a copy): :func:`maskc.compiler.rules.resolve_rules` inlines one used only once,
     so that it adds no pushdown frame."""
+    calls: frozenset[str] = frozenset()
+    """Rules that stay calls though no cycle passes them: a front end made them so that a
+    bounded repeat of a large part is one call edge per position, not one copy of the
+    part's automaton (``maxItems`` over a large item)."""
 
     def __post_init__(self) -> None:
         names = [n for n, _ in self.rules]

@@ -200,7 +200,7 @@ def resolve_rules(grammar: Grammar, *, deadline: float | None = None) -> Resolve
                 reach.add(r)
                 work.append(r)
     graph = {n: graph[n] for n in bodies if n in reach}
-    keep = _cyclic(graph)
+    keep = _cyclic(graph) | (grammar.calls & graph.keys())
     counts: dict[int, tuple[int, dict[str, int]]] = {}
     uses: dict[str, int] = {}
     for n in graph:

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
 import maskc
-from maskc.compiler.errors import EmptyLanguage, UnsupportedKeyword
+from maskc.compiler.errors import EmptyLanguage, StateLimitExceeded, UnsupportedKeyword
 from maskc.compiler.frontends.json_schema import schema_to_ir
 from maskc.compiler.frontends.json_schema.sequences import finite_values
-from maskc.compiler.options import CompileOptions, parse_whitespace
+from maskc.compiler.options import DEFAULT_MAX_DEPTH, CompileOptions, parse_whitespace
 from maskc.compiler.vocab import byte_tokenizer
 from tests.helpers import compact
 from tests.maskbench import serialize
@@ -259,3 +259,83 @@ def test_generated_and_mutated_instances(schema: Any, semantics: str) -> None:
         assert dfa.accepts(serialize(mutated, schema)) <= validator.is_valid(mutated), mutated
 
     run()
+
+
+# -- a large item counted in a grammar with rules is one call edge per position ----------------
+
+_TREE_ITEM = {"type": "object",
+              "properties": {f"k{i}": {"enum": ["ab", "cd", 5]} for i in range(6)},
+              "required": ["k0"], "additionalProperties": False}
+_TREE = {"$defs": {"node": {"type": "object", "properties": {
+    "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}},
+    "data": {"type": "array", "items": _TREE_ITEM, "minItems": 1, "maxItems": 40}},
+    "additionalProperties": False}}, "$ref": "#/$defs/node"}
+
+
+def _small_budget(max_states: int, whitespace: str = "compact") -> CompileOptions:
+    """A small state budget; under pretty, rules are made per depth: three levels of them."""
+    from maskc.compiler.options import Limits
+
+    return CompileOptions(parse_whitespace(whitespace), limits=Limits(max_states=max_states),
+                          max_depth=3 if whitespace.startswith("pretty") else DEFAULT_MAX_DEPTH)
+
+
+@pytest.mark.parametrize("whitespace", ["compact", "pretty:2"])
+def test_counted_large_item_in_a_recursive_grammar_becomes_a_called_rule(whitespace: str) -> None:
+    # 40 copies of the item (about 70 states each) exceed a quarter of 3,000 states; as a
+    # rule, each position is one call edge and the bounds stay exact
+    opts = _small_budget(3_000, whitespace=whitespace)
+    grammar, skipped = schema_to_ir(_TREE, opts)
+    assert not skipped
+    assert grammar.calls
+    assert all(name.startswith("#/$defs/node/properties/data/items") for name in grammar.calls)
+    art = maskc.compile_json_schema(_TREE, VOCAB, options=opts)
+    item = {"k0": "ab", "k3": 5}
+    validator = jsonschema.Draft202012Validator(_TREE)
+
+    def accepts(value: Any) -> bool:
+        text = json.dumps(value, indent=2).encode() if whitespace != "compact" else compact(value)
+        m = art.matcher()
+        return bool(m.accept_string(text) and m.can_terminate())
+
+    for n in (1, 7, 40):
+        value = {"kids": [{"data": [item] * n}], "data": [item] * (41 - n)}
+        assert validator.is_valid(value) and accepts(value), n
+    for bad in ({"data": [item] * 41}, {"kids": [{"data": [item] * 41}]}, {"data": []},
+                {"data": [{"k3": 5}]}, {"data": [item, {"k0": "ab", "k9": 5}]}):
+        assert not validator.is_valid(bad) and not accepts(bad), bad
+
+
+def test_counted_large_item_before_the_recursion_is_met_becomes_a_called_rule() -> None:
+    # "data" is compiled before "kids" reaches the cycle: the references' cycle is known up front
+    node = _TREE["$defs"]["node"]
+    schema = {"$defs": {"node": dict(node, properties={"data": node["properties"]["data"],
+                                                       "kids": node["properties"]["kids"]})},
+              "$ref": "#/$defs/node"}
+    grammar, _ = schema_to_ir(schema, _small_budget(3_000))
+    assert grammar.calls == {"#/$defs/node/properties/data/items"}
+    art = maskc.compile_json_schema(schema, VOCAB, options=_small_budget(3_000))
+    item = {"k0": "cd"}
+    for n, ok in ((40, True), (41, False)):
+        m = art.matcher()
+        assert bool(m.accept_string(compact({"data": [item] * n, "kids": [{"data": [item]}]}))
+                    and m.can_terminate()) == ok, n
+
+
+def test_counted_large_item_in_a_regular_grammar_stays_inline() -> None:
+    # without rules, counted loops count the items (200 copies would be over a quarter of
+    # 20,000 states): the grammar stays one regular rule
+    schema = {"type": "array", "items": _TREE_ITEM, "maxItems": 200}
+    grammar, _ = schema_to_ir(schema, _small_budget(20_000))
+    assert len(grammar.rules) == 1 and not grammar.calls
+
+
+def test_counted_calls_over_the_budget_are_still_refused() -> None:
+    # one call edge per position still counts positions: a million of them is over budget
+    node = _TREE["$defs"]["node"]
+    data = {"type": "array", "items": _TREE_ITEM, "maxItems": 10**6}
+    schema = {"$defs": {"node": dict(node, properties=dict(node["properties"], data=data))},
+              "$ref": "#/$defs/node"}
+    with pytest.raises(StateLimitExceeded) as e:
+        schema_to_ir(schema, _small_budget(3_000))
+    assert e.value.pointer == "/$defs/node/properties/data/maxItems"

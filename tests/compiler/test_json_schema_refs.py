@@ -512,3 +512,20 @@ def test_an_empty_language_in_generation_semantics_says_exact_semantics_may_not_
         maskc.compile_json_schema({"type": "object", "properties": {"n": {"$ref": "#"}}, "required": ["n"]},
                                   byte_vocab, options=CompileOptions(semantics="exact"))
     assert e2.value.hint is None
+
+
+@pytest.mark.parametrize("schema,cycles", [
+    ({"type": "string"}, False),
+    ({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"type": "integer"}}, "$ref": "#/$defs/a"}, False),
+    ({"$defs": {"a": {"type": "array", "items": {"$ref": "#/$defs/b"}}, "b": {"type": "integer"}},
+      "properties": {"x": {"$ref": "#/$defs/a"}, "y": {"$ref": "#/$defs/a"}}}, False),
+    ({"type": "array", "items": {"$ref": "#"}}, True),
+    ({"$defs": {"a": {"properties": {"b": {"$ref": "#/$defs/b"}}},
+                "b": {"items": {"$ref": "#/$defs/a"}}}, "$ref": "#/$defs/a"}, True),
+    ({"$defs": {"a": {"properties": {"self": {"$ref": "#/$defs/a/properties/self"}}}}}, True),
+    ({"$dynamicAnchor": "x", "items": {"$dynamicRef": "#x"}}, True),
+])
+def test_references_that_may_cycle_are_known_up_front(schema: Any, cycles: bool) -> None:
+    from maskc.compiler.frontends.json_schema import SchemaCompiler
+
+    assert SchemaCompiler(schema, CompileOptions()).refs_may_cycle() is cycles

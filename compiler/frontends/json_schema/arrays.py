@@ -4,8 +4,11 @@
 
 A DFA counts items by copying the item's automaton once per position, so a large count
 of large items exceeds the state budget (:class:`StateLimitExceeded`, raised by
-``--max-states``; lenient: the bound is dropped and recorded). A recursive item is one
-call edge per position, so only the rest of the item is counted.
+``--max-states``; lenient: the bound is dropped and recorded), unless counted loops
+(:mod:`maskc.compiler.counters`) count them. A recursive item is one call edge per
+position, so only the rest of the item is counted; and in a grammar with rules (or whose
+references can cycle), where counted loops do not count, an item too large to copy becomes
+a rule of its own (:attr:`~maskc.compiler.ir.Grammar.calls`), one call edge per position.
 
 ``contains`` counts the items in its language (:func:`.sequences.count_language`); with
 ``maxContains`` the other items must fail it, so they come from :func:`.complement.complement`.
@@ -98,7 +101,7 @@ class ArraysMixin(Base):
                     miss = self.any_value(depth + 1) if direct else alt(*nodes, tail_node)
             if direct:
                 return count_language(layout, hit, miss, least, most)  # minItems <= minContains
-            out = self._sequence(layout, nodes, tail_node, lo, hi, pointer)
+            out = self._sequence(layout, nodes, tail_node, lo, hi, pointer, tail[1], depth + 1)
             if counted and contains is not None:
                 if any(has_ref(x) for x in (out, hit, miss)):
                     self.unsupported("contains", contains[1], "the items or the contains schema hold recursion: "
@@ -215,6 +218,15 @@ class ArraysMixin(Base):
                          f"({_PRODUCT_FACTOR} x max_states {budget}); give the items a type or a smaller schema")
         return False
 
+    def _may_call(self) -> bool:
+        """Whether a counted item may become a rule here: in a grammar that has rules, or
+        will (its references can cycle), where counted loops, which the pushdown path has
+        not, do not count; and not where the array must stay a regular language (free-form
+        values bounded for a product or a difference, an over-approximation)."""
+        if self.bounded_any or getattr(self, "_over", 0):
+            return False
+        return self.with_rules or self.refs_may_cycle()
+
     def _own(self, schema: dict[str, JsonValue]) -> bool:
         """Whether ``schema`` is an object of the document (not one merged by the compiler)."""
         if self._document_ids is None:
@@ -233,8 +245,10 @@ class ArraysMixin(Base):
     def _schema_uri(self) -> JsonValue:
         return self.root.get("$schema", "") if isinstance(self.root, dict) else ""
 
-    def _sequence(self, layout: Layout, nodes: list[Node], tail: Node, lo: int, hi: int | None, pointer: str) -> Node:
-        """Arrays of ``lo..hi`` items: ``nodes`` at their positions, ``tail`` after them."""
+    def _sequence(self, layout: Layout, nodes: list[Node], tail: Node, lo: int, hi: int | None,
+                  pointer: str, tail_pointer: str = "", depth: int = 0) -> Node:
+        """Arrays of ``lo..hi`` items: ``nodes`` at their positions, ``tail`` (the schema at
+        ``tail_pointer``, at ``depth``) after them."""
         counted = (hi if hi is not None else lo) - len(nodes)
         if counted > 1 and tail != NOTHING:
             # A DFA counts items by copying the item's automaton once per position.
@@ -242,18 +256,24 @@ class ArraysMixin(Base):
             # Lowering stops as soon as the item is too large to count: the estimate only has to
             # tell whether size * counted exceeds the budget, so a huge item costs no more.
             cap = max_states // 4 // counted + 1
-            size = _dfa_size(map_refs(tail, _call_edge) if self.recursive else tail, cap, self.deadline)
-            if size * counted > max_states // 4 and not self.recursive:
+            size = _dfa_size(map_refs(tail, _call_edge) if self.with_rules else tail, cap,
+                             self.deadline)
+            if size * counted > max_states // 4 and not self.with_rules:
                 # Counted loops (maskc.compiler.counters) build copies only near the bounds.
                 plan = _counted_copies(seq(layout.sep, tail), lo, hi, len(nodes), max_states, self.deadline)
                 if plan is not None and plan[0] < counted:
                     counted, size = plan
                     cap = size  # the item's exact size
+            if size * counted > max_states // 4 and self._may_call():
+                # Still too many copies: the item becomes a rule, each position one call edge.
+                call = self.call_rule(tail, tail_pointer or _ptr(pointer, "items"), depth)
+                tail = call
+                size = cap = _dfa_size(_call_edge(call), max_states, self.deadline)
             if size * counted > max_states // 4 and size > cap:
                 # The cap only told that the repeat is over budget; the message and its hint
                 # need the item's own size (on this path only, for a second at most).
-                size, cap = _item_size(map_refs(tail, _call_edge) if self.recursive else tail, cap, max_states,
-                                       self.deadline)
+                size, cap = _item_size(map_refs(tail, _call_edge) if self.with_rules else tail, cap,
+                                       max_states, self.deadline)
             if size * counted > max_states // 4:
                 kw = "maxItems" if hi is not None else "minItems"
                 each = f"~{size}" if size <= cap else f"over {cap}"

@@ -15,7 +15,7 @@ from typing import Any
 
 from maskc.compiler.errors import UnsupportedKeyword
 from maskc.compiler.frontends.json_text import Layout
-from maskc.compiler.ir import Node
+from maskc.compiler.ir import Node, RuleRef
 from maskc.compiler.options import CompileOptions
 
 __all__ = [
@@ -126,11 +126,19 @@ class Base:
         self.active: list[tuple[str, int]] = []
         self.recursive: set[str] = set()
         self.shared: set[str] = set()  # keys made rules only for lying on another key's cycle
+        # parts made rules only so that a count of them is one call edge per position, by the
+        # id of the part (kept alive here): the part and its rule's reference
+        self.calls: dict[int, tuple[Node, RuleRef]] = {}
         self.rule_names: dict[str, str] = {}  # expansion key -> rule name (depth excluded)
         self.taken_names: set[str] = set()
         self.name_numbers: dict[str, int] = {}  # fallback name -> the number its last rule took
         self.merging: list[int] = []  # ids of the schemas whose allOf is being merged
         self.bounded_any = 0  # > 0: free-form values are regular, ONEOF_ANY_DEPTH deep
+
+    @property
+    def with_rules(self) -> bool:
+        """Whether the grammar has rules: the nodes compiled from here on may hold references."""
+        return bool(self.recursive or self.calls)
 
     @property
     def exact(self) -> bool:
@@ -182,6 +190,14 @@ class Base:
 
     def deref(self, schema: JsonValue, pointer: str) -> tuple[JsonValue, str]:
         """Follow a schema made only of ``$ref`` (and annotations) to its target."""
+        raise NotImplementedError
+
+    def call_rule(self, node: Node, pointer: str, depth: int) -> RuleRef:
+        """``node`` as a rule that stays a call; its reference."""
+        raise NotImplementedError
+
+    def refs_may_cycle(self) -> bool:
+        """Whether the document's references can form a cycle (recursion, known up front)."""
         raise NotImplementedError
 
     def merged(self, schema: dict[str, JsonValue], pointer: str, depth: int, keyword: str) -> Node:

@@ -502,7 +502,7 @@ class CombinatorsMixin(Base):
         limit = min(self.options.limits.max_states, _DISJOINT_MAX_STATES)
         if all(_disjoint(x, y, limit, self.deadline) for i, x in enumerate(overs) for y in overs[i + 1 :]):
             return alt(*nodes)
-        if self.recursive and any(has_ref(n) for n in nodes):
+        if self.with_rules and any(has_ref(n) for n in nodes):
             # The difference needs regular languages: free-form values inside are
             # nested at most ONEOF_ANY_DEPTH deep here (a sound restriction).
             self.bounded_any += 1

@@ -22,6 +22,7 @@ from maskc.compiler.errors import SchemaError, UnsupportedKeyword
 from maskc.compiler.frontends.json_schema.base import ANNOTATIONS, SCHEMA_MAPS, VALUE_KEYWORDS, Base, JsonValue, ptr
 from maskc.compiler.frontends.json_schema.drafts import Draft, draft_of, id_keyword, ref_overrides_siblings
 from maskc.compiler.frontends.json_text import CANONICAL_ANY_CHAR, JSON_CHAR, NUMBER, Layout
+from maskc.compiler.graphs import strongly_connected
 from maskc.compiler.jsonpointer import resolve as resolve_pointer
 from maskc.compiler.ir import (
     NOTHING,
@@ -54,6 +55,7 @@ class RefsMixin(Base):
     """Resolves references and turns recursion into rules."""
 
     _index: _Index | None = None
+    _cyclic_refs: bool | None = None
     absolute = False  # whether self.root is the output of absolutized()
 
     @property
@@ -67,6 +69,36 @@ class RefsMixin(Base):
             # once absolutized, the document is one resource: anchors of former resources may repeat
             self._index = _Index(self.root, unique_anchors=not self.absolute)
         return self._index
+
+    def refs_may_cycle(self) -> bool:
+        """Whether the document's references can lead back to where they were taken (a
+        static over-estimate of recursion, known before the compile reaches the cycle): a
+        ``$ref`` target whose subtree holds a reference that leads, through others, back to
+        it. A dynamic reference counts as one."""
+        if self._cyclic_refs is None:
+            idx = self.index()
+            succ: dict[str, set[str]] = {}
+            found = False
+            for where in idx.referrers:
+                schema = resolve_pointer(self.root, where)
+                if not isinstance(schema, dict) or any(k in schema for k in _REF_KEYS[1:]):
+                    found = True
+                    break
+                try:
+                    _, target = self.resolve(schema.get("$ref"), where)
+                except (SchemaError, UnsupportedKeyword):
+                    continue  # the compile says so where it meets it
+                succ.setdefault(target, set())
+                parts = where.split("/")
+                for i in range(len(parts)):  # every pointer above ``where`` (and itself)
+                    succ.setdefault("/".join(parts[: i + 1]), set()).add(target)
+            if not found:
+                nodes = list(succ)
+                order = {n: sorted(succ[n] & succ.keys()) for n in nodes}
+                comps = strongly_connected(nodes, order)
+                found = any(len(c) > 1 or c[0] in order[c[0]] for c in comps)
+            self._cyclic_refs = found
+        return self._cyclic_refs
 
     # -- resolution ----------------------------------------------------------------------
 
@@ -262,6 +294,18 @@ class RefsMixin(Base):
             return RuleRef(rname)
         return body
 
+    def call_rule(self, node: Node, pointer: str, depth: int) -> RuleRef:
+        """``node`` (the schema at ``pointer``) as a rule that stays a call, though no cycle
+        passes it (:attr:`Grammar.calls`); the same rule for the same node."""
+        got = self.calls.get(id(node))
+        if got is not None:
+            return got[1]
+        name = self.rule_name(f"counted item {id(node)}", depth, "#" + pointer)
+        self.rules[name] = node
+        ref = RuleRef(name)
+        self.calls[id(node)] = (node, ref)
+        return ref
+
     def any_value(self, depth: int) -> Node:
         """Any JSON value, any depth: the recursive rule ``any`` (``any@depth`` under pretty)."""
         if self.bounded_any:
@@ -315,7 +359,8 @@ class RefsMixin(Base):
                     order.append(r)
             i += 1
         shared = frozenset(self.rule_names[k] for k in self.shared) & set(order) - {start}
-        return Grammar(start, tuple((n, rules[n]) for n in order), shared)
+        calls = frozenset(ref.name for _, ref in self.calls.values()) & set(order) - {start}
+        return Grammar(start, tuple((n, rules[n]) for n in order), shared, calls)
 
 
 def has_ref(node: Node) -> bool:
