@@ -212,8 +212,8 @@ def run_maskc(case: dict[str, Any], res: SchemaResult, tok: maskc.Vocabulary, id
         m = loaded.matcher()
         bitmask = maskc.allocate_bitmask_np(1, loaded.vocab_size)
         # as the peers' steps (``maskc.artifacts.bench.runner.measure``): from a clean collector,
-        # over a frozen heap (this process holds every schema's run so far: full passes over it
-        # took 70 to 110 ms and landed in a schema's steps)
+        # over a frozen heap, not collected first (this process holds every schema's run so far:
+        # full passes over it took 70 to 110 ms and landed in a schema's steps)
         with frozen_heap():
             ok = _timed_walk(run, ids, bitmask, lambda: m.fill_next_token_bitmask(bitmask, 0), m.accept_token)
         run.instance_accepted = ok and m.can_terminate()

@@ -222,3 +222,25 @@ def test_a_child_that_cannot_restart_fails_one_schema(monkeypatch: pytest.Monkey
     ok = proc.run({}, instances, 0, judged=True)
     assert ok.compiled and ok.passed and ok.valid_accepted == 1 and ok.instance_accepted is True
     assert len(started) == 2
+
+
+def test_the_frozen_heap_is_not_collected_first() -> None:
+    """Freezing alone clears the count a collection is due by; a collection of the heap right
+    before the steps would evict the caches their first visits use."""
+    from maskc.artifacts.bench import runner
+
+    events: list[str] = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        events.append(phase)
+
+    gc.collect()
+    junk = [[i] for i in range(5_000)]  # tracked objects: the youngest generation's count grows
+    gc.callbacks.append(seen)
+    try:
+        with runner.frozen_heap():
+            due = gc.get_count()[0]
+    finally:
+        gc.callbacks.remove(seen)
+    del junk
+    assert events == [] and due == 0
