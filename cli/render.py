@@ -26,6 +26,13 @@ Result = dict[str, Any]
 _SOURCE_PREVIEW = 160
 
 
+def _restricted(entries: list[dict[str, str]]) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """``not_enforced`` entries split: restrictions (``kind: "restricted"``: the masks admit
+    less than the schema) and the rest (the masks admit more, or an annotation)."""
+    restricted = [n for n in entries if n.get("kind") == "restricted"]
+    return restricted, [n for n in entries if n.get("kind") != "restricted"]
+
+
 def _status(r: Result, width: int) -> Text:
     if r["error"] is not None:
         kind, message = r["error"]["type"], r["error"]["message"].splitlines()[0]
@@ -34,9 +41,11 @@ def _status(r: Result, width: int) -> Text:
         else:
             text = Text.assemble((kind, "bold red"), f": {message}")
     elif r["not_enforced"]:
-        keywords = ", ".join(sorted({n["keyword"] for n in r["not_enforced"]}))
+        restricted, loose = _restricted(r["not_enforced"])
+        parts = [f"{what}: {', '.join(sorted({n['keyword'] for n in group}))}"
+                 for what, group in (("not enforced", loose), ("restricted", restricted)) if group]
         text = Text.assemble(("cached" if r.get("cached") else "ok", "green"),
-                             (f" · not enforced: {keywords}", "yellow"))
+                             (f" · {' · '.join(parts)}", "yellow"))
     else:
         text = Text("cached" if r.get("cached") else "ok", style="green")
     text.truncate(max(width, 8), overflow="ellipsis")
@@ -80,10 +89,14 @@ def compile_summary(out: Output, results: Sequence[Result], title: str, caption:
     out.show(Text.assemble((f"{len(results) - len(failed)} compiled", "bold green"), ", ",
                            (f"{len(failed)} failed", "bold red" if failed else "dim")))
     for r in results:
-        if r["not_enforced"]:
-            items = ", ".join(f"{n['keyword']} at {n['pointer'] or '/'}" for n in r["not_enforced"])
+        restricted, loose = _restricted(r["not_enforced"])
+        if loose:
+            items = ", ".join(f"{n['keyword']} at {n['pointer'] or '/'}" for n in loose)
             out.err.print(Text.assemble(("! ", "yellow"), (label(r["path"]), "bold"),
                                         f": not enforced: {items} (validate after decoding)"))
+        for n in restricted:
+            what = f": restricted: {n['keyword']} {n.get('detail', '')}".rstrip()
+            out.err.print(Text.assemble(("! ", "yellow"), (label(r["path"]), "bold"), what))
     hints: dict[str, list[str]] = {}
     for r in failed:
         out.err.print(Text.assemble(("✗ ", "red"), (label(r["path"]), "bold"),
@@ -130,12 +143,19 @@ def artifact_summary(out: Output, path: Path, s: dict[str, Any], verified: str |
     for key, value in rows:
         table.add_row(key, value)
     out.show(table)
-    if not s["not_enforced"]:
+    restricted, loose = _restricted(s["not_enforced"])
+    if not loose:
         out.show(Text("every keyword is enforced by the masks", style="green"))
-        return
-    out.show(Text("not enforced: validate after decoding", style="bold yellow"))
-    for item in s["not_enforced"]:
-        out.show(Text.assemble("  ", (item["keyword"], "yellow"), f" at {item['pointer'] or '/'}"))
+    else:
+        out.show(Text("not enforced: validate after decoding", style="bold yellow"))
+        for item in loose:
+            where = f" at {item['pointer'] or '/'}"
+            out.show(Text.assemble("  ", (item["keyword"], "yellow"), where))
+    if restricted:
+        out.show(Text("restricted: the masks admit less than the schema", style="bold yellow"))
+        for item in restricted:
+            detail = f" {item.get('detail', '')}".rstrip()
+            out.show(Text.assemble("  ", (item["keyword"], "yellow"), detail))
 
 
 def show_token(text: str) -> str:
@@ -316,9 +336,13 @@ def check_report(out: Output, meta: dict[str, Any], doc: dict[str, Any]) -> None
         cx = r["counterexample"]
         tail = f"; counterexample prefix {cx['text']!r} (ids {cx['token_ids']})" if cx else ""
         out.show(Text.assemble(("EOS reachability ", "bold"), ("NOT proved", "bold red"), f": {r['detail']}{tail}"))
-    if g["not_enforced"]:
-        names = ", ".join(f"{i['keyword']} at {i['pointer'] or '/'}" for i in g["not_enforced"])
+    restricted, loose = _restricted(g["not_enforced"])
+    if loose:
+        names = ", ".join(f"{i['keyword']} at {i['pointer'] or '/'}" for i in loose)
         out.show(Text.assemble(("not enforced ", "bold yellow"), names, " (schema failures there are expected)"))
+    for i in restricted:
+        detail = f"{i['keyword']} {i.get('detail', '')}".rstrip()
+        out.show(Text.assemble(("restricted ", "bold yellow"), detail))
     out.show(_prompt_line(doc))
     modes = [doc["modes"][k] for k in _MODES if k in doc["modes"]]
     table = Table(box=box.SIMPLE_HEAD, title_justify="left")

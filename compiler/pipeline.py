@@ -24,7 +24,7 @@ from maskc.compiler.align import TokenTable, align
 from maskc.compiler.align_pda import align_pda
 from maskc.compiler.collector import fewer_full_collections
 from maskc.compiler.pda import Pda, build_pda
-from maskc.compiler.rules import ResolvedRules, resolve_rules
+from maskc.compiler.rules import ResolvedRules, references, resolve_rules
 from maskc.compiler.counters import finish, with_exits
 from maskc.compiler.dfa import CounterConflict, Dfa, compress_classes, coreachable, determinize, determinize_counted, prune
 from maskc.compiler.errors import (EmptyLanguage, MaskcError, MemoryLimitExceeded, NonTerminating, SchemaError,
@@ -504,8 +504,40 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
             shared = _Shared(key, asked, grammar, list(not_enforced))
             slot.append(shared)
     t["frontend_ms"] = (time.perf_counter() - t0) * 1e3
-    return compile_grammar(kind, text, grammar, vocab, opts, not_enforced=not_enforced, progress=progress,
-                           timings=t, deadline=deadline, shared=shared)
+    try:
+        return compile_grammar(kind, text, grammar, vocab, opts, not_enforced=not_enforced,
+                               progress=progress, timings=t, deadline=deadline, shared=shared)
+    except StateLimitExceeded as e:
+        if fe.bounded_grammar is None or not any(references(body) for _, body in grammar.rules):
+            raise
+        refused = e
+    # The pushdown grammar is over a state limit, and a pushdown grammar unrolls its bounded
+    # repeats (counted loops count them in a regular grammar only): where bounding the
+    # nesting the rules allow makes the grammar regular, that grammar is compiled, its
+    # restriction listed. Otherwise the refusal stands.
+    t["refused_pushdown_ms"] = (time.perf_counter() - t0) * 1e3
+    try:
+        t0 = time.perf_counter()
+        with item_reach(table.items_reach):
+            bounded, bounded_not_enforced = fe.bounded_grammar(source, opts)
+        if not resolve_rules(bounded, deadline=deadline).regular:
+            raise refused
+        t["bounded_frontend_ms"] = (time.perf_counter() - t0) * 1e3
+        entry = _restriction(kind, refused)
+        return compile_grammar(kind, text, bounded, vocab, opts,
+                               not_enforced=[*bounded_not_enforced, entry], progress=progress,
+                               timings=t, deadline=deadline)
+    except MaskcError:
+        raise refused from None
+    finally:
+        del refused  # (no cycle through this frame)
+
+
+def _restriction(kind: str, refused: StateLimitExceeded) -> dict[str, str]:
+    """The ``not_enforced`` entry of a bounded grammar compiled after ``refused``."""
+    from maskc.compiler.frontends.json_schema import bounded_free_form_entry
+
+    return bounded_free_form_entry(refused)
 
 
 def compile_json_schema(

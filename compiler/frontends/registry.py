@@ -43,6 +43,11 @@ class FrontEnd:
     to_grammar: Callable[[Any, CompileOptions], tuple[Grammar, NotEnforced]]
     prompt: Callable[[str, str | None], str]
     options: frozenset[str]
+    bounded_grammar: Callable[[Any, CompileOptions], tuple[Grammar, NotEnforced]] | None = None
+    """The grammar with its unbounded nesting cut to a few levels, where that is a regular
+    language: what the pipeline compiles where the pushdown grammar exceeds a state limit
+    (JSON Schema's free-form values); its not_enforced lists the restriction (``kind:
+    "restricted"``). None: no such form."""
 
 
 def grammar_sha256(kind: str, canonical_text: str) -> str:
@@ -77,6 +82,13 @@ def _schema_grammar(schema: Any, options: CompileOptions) -> tuple[Grammar, NotE
     got, not_enforced = schema_to_ir(schema, options)
     grammar = got if isinstance(got, Grammar) else Grammar.single(got)
     return grammar, not_enforced
+
+
+def _schema_bounded_grammar(schema: Any, options: CompileOptions) -> tuple[Grammar, NotEnforced]:
+    from maskc.compiler.frontends.json_schema import schema_to_ir
+
+    got, not_enforced = schema_to_ir(schema, options, bounded_free_form=True)
+    return (got if isinstance(got, Grammar) else Grammar.single(got)), not_enforced
 
 
 def _schema_prompt(canonical_text: str, instruction: str | None) -> str:
@@ -156,7 +168,8 @@ FRONTENDS: dict[str, FrontEnd] = {
     fe.kind: fe
     for fe in (
         FrontEnd("json_schema", "JSON Schema", (".json",), _json_value, _schema_canonical, _schema_grammar,
-                 _schema_prompt, frozenset({"whitespace", "lenient", "max_depth"})),
+                 _schema_prompt, frozenset({"whitespace", "lenient", "max_depth"}),
+                 _schema_bounded_grammar),
         FrontEnd("regex", "regular expression", (), _regex_text, str, _regex_grammar, _regex_prompt,
                  frozenset({"max_depth"})),
         FrontEnd("choice", "choice list", (), _choice_value, _json_canonical, _choice_grammar, _choice_prompt,

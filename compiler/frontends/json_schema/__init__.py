@@ -33,13 +33,14 @@ from maskc.compiler.frontends.json_schema.conditionals import ConditionalsMixin
 from maskc.compiler.frontends.json_schema.drafts import DRAFT_NAMES, later_keywords
 from maskc.compiler.frontends.json_schema.inputs import schema_from
 from maskc.compiler.frontends.json_schema.objects import ObjectsMixin
-from maskc.compiler.frontends.json_schema.refs import ANY_RULE, RefsMixin
+from maskc.compiler.frontends.json_schema.refs import ANY_RULE, ONEOF_ANY_DEPTH, RefsMixin
 from maskc.compiler.frontends.json_schema.scalars import ScalarsMixin
 from maskc.compiler.frontends.json_schema.validate import check_schema
 from maskc.compiler.ir import NOTHING, Grammar, Node, alt, lit
 from maskc.compiler.options import CompileOptions
 
-__all__ = ["schema_to_ir", "SchemaCompiler", "ANNOTATIONS", "dumps_layout", "ANY_RULE"]
+__all__ = ["schema_to_ir", "SchemaCompiler", "ANNOTATIONS", "dumps_layout", "ANY_RULE",
+           "bounded_free_form_entry"]
 
 
 class SchemaCompiler(ConditionalsMixin, RefsMixin, CombinatorsMixin, ObjectsMixin, ArraysMixin, ScalarsMixin):
@@ -188,8 +189,14 @@ class SchemaCompiler(ConditionalsMixin, RefsMixin, CombinatorsMixin, ObjectsMixi
         return self.array(schema, pointer, depth)
 
 
-def schema_to_ir(schema: JsonValue, options: CompileOptions) -> tuple[Grammar, list[dict[str, str]]]:
+def schema_to_ir(schema: JsonValue, options: CompileOptions, *,
+                 bounded_free_form: bool = False) -> tuple[Grammar, list[dict[str, str]]]:
     """Compile a JSON Schema into a grammar.
+
+    ``bounded_free_form``: free-form values (``{}``, a missing ``type``) are nested at most
+    :data:`~.refs.ONEOF_ANY_DEPTH` levels deep, a regular language, rather than the
+    recursive rule ``any`` (a sound restriction: what the pipeline falls back to where the
+    pushdown grammar exceeds a state limit; see :func:`bounded_free_form_entry`).
 
     ``schema`` may also be a wrapper that holds one (a tool definition, a pydantic model
     class; see :func:`.inputs.schema_from`). It is first validated against its draft's
@@ -218,6 +225,8 @@ def schema_to_ir(schema: JsonValue, options: CompileOptions) -> tuple[Grammar, l
     schema = schema_from(schema)
     check_schema(schema)
     sc = SchemaCompiler(schema, options)
+    if bounded_free_form:
+        sc.bounded_any += 1
     try:
         return sc.compile(), sc.not_enforced
     except RecursionError:
@@ -227,3 +236,13 @@ def schema_to_ir(schema: JsonValue, options: CompileOptions) -> tuple[Grammar, l
         ) from None
     except TimeLimitExceeded:
         raise TimeLimitExceeded("compile time (s)", limit=options.limits.max_seconds) from None
+
+
+def bounded_free_form_entry(error: Exception) -> dict[str, str]:
+    """The ``not_enforced`` entry (``kind: "restricted"``) of a grammar compiled with
+    ``bounded_free_form`` after the pushdown grammar failed with ``error``."""
+    return {"keyword": "free-form values", "pointer": "",
+            "detail": f"nested at most {ONEOF_ANY_DEPTH} levels deep (as one regular grammar, "
+                      "whose counted loops count its bounded repeats): the pushdown grammar was "
+                      f"refused ({error})",
+            "kind": "restricted"}
