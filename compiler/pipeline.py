@@ -130,9 +130,9 @@ def sharing_automata() -> Iterator[None]:
 def _recalled(slot: list[_Shared] | None, key: tuple[str, str, str], table: TokenTable) -> _Shared | None:
     """The previous compile's work, where it is the same source and options, and ``table``
     answers its front end's questions alike."""
-    if not slot or slot[0].key != key:
+    prev = next((entry for entry in slot or () if entry.key == key), None)
+    if prev is None:
         return None
-    prev = slot[0]
     return prev if all(table.items_reach(*q) == a for q, a in prev.asked) else None
 
 
@@ -478,31 +478,10 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
     table = token_table(vocab)
     slot = _SHARED.get()
     key = (kind, text, opts.canonical_json())
-    shared = _recalled(slot, key, table)
-    if shared is not None:
-        if shared.grammar is None:  # the front end ran out of time on the same questions
-            raise _shared_time_out(opts.limits.max_seconds)
-        grammar, not_enforced = shared.grammar, list(shared.not_enforced)
-    else:
-        asked: list[tuple[tuple[bytes, int], int]] = []
-
-        def reach(completing: bytes, shortest: int) -> int:
-            got = table.items_reach(completing, shortest)
-            asked.append(((completing, shortest), got))
-            return got
-
-        if slot is not None:
-            slot.clear()  # (the previous compile's work is not kept past a different one)
-        with item_reach(reach):  # what counted repeats would cost, for this vocabulary
-            try:
-                grammar, not_enforced = fe.to_grammar(source, opts)
-            except TimeLimitExceeded:
-                if slot is not None:
-                    slot.append(_Shared(key, asked, None, []))
-                raise
-        if slot is not None:
-            shared = _Shared(key, asked, grammar, list(not_enforced))
-            slot.append(shared)
+    if slot is not None and _recalled(slot, key, table) is None:
+        slot.clear()  # (the previous compile's work is not kept past a different one)
+    grammar, not_enforced, shared = _front_end(key, lambda: fe.to_grammar(source, opts), table,
+                                               slot, opts.limits.max_seconds)
     t["frontend_ms"] = (time.perf_counter() - t0) * 1e3
     try:
         return compile_grammar(kind, text, grammar, vocab, opts, not_enforced=not_enforced,
@@ -510,7 +489,7 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
     except StateLimitExceeded as e:
         if fe.bounded_grammar is None or not any(references(body) for _, body in grammar.rules):
             raise
-        refused = e
+        refused = e.with_traceback(None)  # (its frames hold the failed attempt's work)
     # The pushdown grammar is over a state limit, and a pushdown grammar unrolls its bounded
     # repeats (counted loops count them in a regular grammar only): where bounding the
     # nesting the rules allow makes the grammar regular, that grammar is compiled, its
@@ -518,19 +497,54 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
     t["refused_pushdown_ms"] = (time.perf_counter() - t0) * 1e3
     try:
         t0 = time.perf_counter()
-        with item_reach(table.items_reach):
-            bounded, bounded_not_enforced = fe.bounded_grammar(source, opts)
+        make = fe.bounded_grammar
+        assert make is not None
+        # (shared by the input's tokenizers as its own grammar is: a refusal is not built again)
+        bounded, bounded_not_enforced, bounded_shared = _front_end(
+            (f"{kind} bounded", text, opts.canonical_json()), lambda: make(source, opts), table,
+            slot, opts.limits.max_seconds)
         if not resolve_rules(bounded, deadline=deadline).regular:
             raise refused
         t["bounded_frontend_ms"] = (time.perf_counter() - t0) * 1e3
         entry = _restriction(kind, refused)
         return compile_grammar(kind, text, bounded, vocab, opts,
                                not_enforced=[*bounded_not_enforced, entry], progress=progress,
-                               timings=t, deadline=deadline)
+                               timings=t, deadline=deadline, shared=bounded_shared)
     except MaskcError:
         raise refused from None
     finally:
         del refused  # (no cycle through this frame)
+
+
+def _front_end(key: tuple[str, str, str], build: Callable[[], tuple[Grammar, list[dict[str, str]]]],
+               table: TokenTable, slot: list[_Shared] | None, max_seconds: float,
+               ) -> tuple[Grammar, list[dict[str, str]], _Shared | None]:
+    """The grammar and not_enforced list of ``build()`` (a front end), recalled from ``slot``
+    where the previous compile of the same input left them (and ``table`` answers its
+    questions alike), else built and left there; and the slot's entry."""
+    shared = _recalled(slot, key, table)
+    if shared is not None:
+        if shared.grammar is None:  # the front end ran out of time on the same questions
+            raise _shared_time_out(max_seconds)
+        return shared.grammar, list(shared.not_enforced), shared
+    asked: list[tuple[tuple[bytes, int], int]] = []
+
+    def reach(completing: bytes, shortest: int) -> int:
+        got = table.items_reach(completing, shortest)
+        asked.append(((completing, shortest), got))
+        return got
+
+    with item_reach(reach):  # what counted repeats would cost, for this vocabulary
+        try:
+            grammar, not_enforced = build()
+        except TimeLimitExceeded:
+            if slot is not None:
+                slot.append(_Shared(key, asked, None, []))
+            raise
+    if slot is not None:
+        shared = _Shared(key, asked, grammar, list(not_enforced))
+        slot.append(shared)
+    return grammar, not_enforced, shared
 
 
 def _restriction(kind: str, refused: StateLimitExceeded) -> dict[str, str]:

@@ -309,3 +309,29 @@ def test_a_failed_automaton_leaves_no_cycle_holding_its_work(byte_vocab: Vocabul
         else:
             assert left == []
         del left
+
+
+def test_the_bounded_grammar_of_a_refused_pushdown_one_is_shared_too(
+        byte_vocab: Vocabulary, builds: list[int], lowerings: list[int]) -> None:
+    # the pushdown grammar is over the limit; so is the regular one with free-form values
+    # bounded (pipeline's fallback): neither is built again for the next compile
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 60}, "data": {}}}
+    tight = CompileOptions(limits=Limits(max_states=200))
+    with pytest.raises(StateLimitExceeded) as alone:
+        maskc.compile_source("json_schema", schema, byte_vocab, options=tight)
+    assert (len(builds), len(lowerings)) == (1, 1)
+    builds.clear()
+    lowerings.clear()
+    with pipeline.sharing_automata():
+        for _ in range(2):
+            with pytest.raises(StateLimitExceeded) as shared:
+                maskc.compile_source("json_schema", schema, byte_vocab, options=tight)
+            assert str(shared.value) == str(alone.value)
+        # with room for the bounded grammar: compiled once, then recalled
+        roomy = CompileOptions(limits=Limits(max_states=5_000))
+        big = dict(schema, properties=dict(schema["properties"], name={"type": "string", "maxLength": 3000}))
+        arts = [maskc.compile_source("json_schema", big, byte_vocab, options=roomy) for _ in range(2)]
+    assert (len(builds), len(lowerings)) == (2, 2)
+    assert arts[0].metadata["content_sha256"] == arts[1].metadata["content_sha256"]
+    assert [a.not_enforced[-1]["kind"] for a in arts] == ["restricted", "restricted"]
+    assert "shared_automaton" in arts[1].timings
