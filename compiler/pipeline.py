@@ -478,10 +478,8 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
     table = token_table(vocab)
     slot = _SHARED.get()
     key = (kind, text, opts.canonical_json())
-    if slot is not None and _recalled(slot, key, table) is None:
-        slot.clear()  # (the previous compile's work is not kept past a different one)
     grammar, not_enforced, shared = _front_end(key, lambda: fe.to_grammar(source, opts), table,
-                                               slot, opts.limits.max_seconds)
+                                               slot, opts.limits.max_seconds, fresh=True)
     t["frontend_ms"] = (time.perf_counter() - t0) * 1e3
     try:
         return compile_grammar(kind, text, grammar, vocab, opts, not_enforced=not_enforced,
@@ -499,17 +497,22 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
         t0 = time.perf_counter()
         make = fe.bounded_grammar
         assert make is not None
+        why = str(refused).splitlines()[0]  # (its message, not its hint)
         # (shared by the input's tokenizers as its own grammar is: a refusal is not built again)
         bounded, bounded_not_enforced, bounded_shared = _front_end(
-            (f"{kind} bounded", text, opts.canonical_json()), lambda: make(source, opts), table,
-            slot, opts.limits.max_seconds)
-        if not resolve_rules(bounded, deadline=deadline).regular:
+            (f"{kind} bounded", text, opts.canonical_json()), lambda: make(source, opts, why),
+            table, slot, opts.limits.max_seconds)
+        rules = bounded_shared.rules if bounded_shared is not None else None
+        if rules is None:
+            rules = resolve_rules(bounded, deadline=deadline)
+            if bounded_shared is not None:
+                bounded_shared.rules = rules  # (compile_grammar takes them from there)
+        if not rules.regular:
             raise refused
         t["bounded_frontend_ms"] = (time.perf_counter() - t0) * 1e3
-        entry = _restriction(kind, refused)
-        return compile_grammar(kind, text, bounded, vocab, opts,
-                               not_enforced=[*bounded_not_enforced, entry], progress=progress,
-                               timings=t, deadline=deadline, shared=bounded_shared)
+        return compile_grammar(kind, text, bounded, vocab, opts, not_enforced=bounded_not_enforced,
+                               progress=progress, timings=t, deadline=deadline,
+                               shared=bounded_shared)
     except MaskcError:
         raise refused from None
     finally:
@@ -517,16 +520,19 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
 
 
 def _front_end(key: tuple[str, str, str], build: Callable[[], tuple[Grammar, list[dict[str, str]]]],
-               table: TokenTable, slot: list[_Shared] | None, max_seconds: float,
-               ) -> tuple[Grammar, list[dict[str, str]], _Shared | None]:
+               table: TokenTable, slot: list[_Shared] | None, max_seconds: float, *,
+               fresh: bool = False) -> tuple[Grammar, list[dict[str, str]], _Shared | None]:
     """The grammar and not_enforced list of ``build()`` (a front end), recalled from ``slot``
     where the previous compile of the same input left them (and ``table`` answers its
-    questions alike), else built and left there; and the slot's entry."""
+    questions alike), else built and left there; and the slot's entry. ``fresh``: the
+    input's own grammar, whose build starts the slot over."""
     shared = _recalled(slot, key, table)
     if shared is not None:
         if shared.grammar is None:  # the front end ran out of time on the same questions
             raise _shared_time_out(max_seconds)
         return shared.grammar, list(shared.not_enforced), shared
+    if slot is not None and fresh:
+        slot.clear()  # (the previous compile's work is not kept past a different one)
     asked: list[tuple[tuple[bytes, int], int]] = []
 
     def reach(completing: bytes, shortest: int) -> int:
@@ -545,13 +551,6 @@ def _front_end(key: tuple[str, str, str], build: Callable[[], tuple[Grammar, lis
         shared = _Shared(key, asked, grammar, list(not_enforced))
         slot.append(shared)
     return grammar, not_enforced, shared
-
-
-def _restriction(kind: str, refused: StateLimitExceeded) -> dict[str, str]:
-    """The ``not_enforced`` entry of a bounded grammar compiled after ``refused``."""
-    from maskc.compiler.frontends.json_schema import bounded_free_form_entry
-
-    return bounded_free_form_entry(refused)
 
 
 def compile_json_schema(

@@ -43,11 +43,11 @@ class FrontEnd:
     to_grammar: Callable[[Any, CompileOptions], tuple[Grammar, NotEnforced]]
     prompt: Callable[[str, str | None], str]
     options: frozenset[str]
-    bounded_grammar: Callable[[Any, CompileOptions], tuple[Grammar, NotEnforced]] | None = None
+    bounded_grammar: Callable[[Any, CompileOptions, str], tuple[Grammar, NotEnforced]] | None = None
     """The grammar with its unbounded nesting cut to a few levels, where that is a regular
     language: what the pipeline compiles where the pushdown grammar exceeds a state limit
-    (JSON Schema's free-form values); its not_enforced lists the restriction (``kind:
-    "restricted"``). None: no such form."""
+    (JSON Schema's free-form values), given why (the refusal); its not_enforced lists the
+    restriction (``kind: "restricted"``). None: no such form."""
 
 
 def grammar_sha256(kind: str, canonical_text: str) -> str:
@@ -84,11 +84,13 @@ def _schema_grammar(schema: Any, options: CompileOptions) -> tuple[Grammar, NotE
     return grammar, not_enforced
 
 
-def _schema_bounded_grammar(schema: Any, options: CompileOptions) -> tuple[Grammar, NotEnforced]:
-    from maskc.compiler.frontends.json_schema import schema_to_ir
+def _schema_bounded_grammar(schema: Any, options: CompileOptions,
+                            why: str) -> tuple[Grammar, NotEnforced]:
+    from maskc.compiler.frontends.json_schema import bounded_free_form_entry, schema_to_ir
 
     got, not_enforced = schema_to_ir(schema, options, bounded_free_form=True)
-    return (got if isinstance(got, Grammar) else Grammar.single(got)), not_enforced
+    grammar = got if isinstance(got, Grammar) else Grammar.single(got)
+    return grammar, [*not_enforced, bounded_free_form_entry(why)]
 
 
 def _schema_prompt(canonical_text: str, instruction: str | None) -> str:

@@ -238,11 +238,11 @@ def schema_to_ir(schema: JsonValue, options: CompileOptions, *,
         raise TimeLimitExceeded("compile time (s)", limit=options.limits.max_seconds) from None
 
 
-def bounded_free_form_entry(error: Exception) -> dict[str, str]:
+def bounded_free_form_entry(why: str) -> dict[str, str]:
     """The ``not_enforced`` entry (``kind: "restricted"``) of a grammar compiled with
-    ``bounded_free_form`` after the pushdown grammar failed with ``error``."""
+    ``bounded_free_form`` because the pushdown grammar was refused (``why``)."""
     return {"keyword": "free-form values", "pointer": "",
             "detail": f"nested at most {ONEOF_ANY_DEPTH} levels deep (as one regular grammar, "
                       "whose counted loops count its bounded repeats): the pushdown grammar was "
-                      f"refused ({error})",
+                      f"refused ({why})",
             "kind": "restricted"}

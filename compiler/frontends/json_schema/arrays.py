@@ -266,9 +266,8 @@ class ArraysMixin(Base):
                     cap = size  # the item's exact size
             if size * counted > max_states // 4 and self._may_call():
                 # Still too many copies: the item becomes a rule, each position one call edge.
-                call = self.call_rule(tail, tail_pointer or _ptr(pointer, "items"), depth)
-                tail = call
-                size = cap = _dfa_size(_call_edge(call), max_states, self.deadline)
+                tail = self.call_rule(tail, tail_pointer or _ptr(pointer, "items"), depth)
+                size = cap = 1  # (a call is one edge: see _call_edge)
             if size * counted > max_states // 4 and size > cap:
                 # The cap only told that the repeat is over budget; the message and its hint
                 # need the item's own size (on this path only, for a second at most).
