@@ -11,7 +11,7 @@ import pytest
 from maskc.compiler import dfa as dfa_mod
 from maskc.compiler import minimize as minimize_mod
 from maskc.compiler.dfa import DEAD, Dfa, coreachable, determinize, prune, reachable
-from maskc.compiler.ir import Alt, ByteSet, Product, Repeat, Seq
+from maskc.compiler.ir import Alt, ByteSet, Node, Product, Repeat, Seq
 from maskc.compiler.minimize import canonical, minimize
 from maskc.compiler.nfa import lower
 from maskc.compiler.product import operand_dfa
@@ -182,6 +182,78 @@ def test_product_operands_are_memoized_and_exact() -> None:
         assert d.accepts(text) == ok, text
     empty = operand_dfa(Product(names, _lit(b"zz"), "and"), max_states=1000, deadline=None)
     assert not empty.accepting.any()
+
+
+def test_equal_operands_share_one_dfa() -> None:
+    """A ``$ref`` expanded at many places builds equal subtrees that are distinct objects:
+    the operand cache answers by value, so the second is not built again."""
+    def key() -> Repeat:
+        return Repeat(ByteSet(((0x61, 0x63),)), 2, 5)
+
+    first, second = key(), key()
+    assert first is not second and first == second
+    d = operand_dfa(first, max_states=1000, deadline=None)
+    assert operand_dfa(second, max_states=1000, deadline=None) is d
+    longer = operand_dfa(Repeat(ByteSet(((0x61, 0x63),)), 2, 6), max_states=1000, deadline=None)
+    assert longer is not d
+    assert _dfa_accepts(longer, b"abcabc") and _dfa_accepts(d, b"abcab")
+    assert not _dfa_accepts(d, b"abcabc")
+
+
+def test_the_operand_cache_keeps_to_its_cell_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    from collections import OrderedDict
+
+    from maskc.compiler import product as product_mod
+
+    monkeypatch.setattr(product_mod, "_cache", OrderedDict())
+    monkeypatch.setattr(product_mod, "_cells", [0])
+    monkeypatch.setattr(product_mod, "_CACHE_CELLS", 300)
+    nodes = [Repeat(ByteSet(((0x61, 0x62),)), n, n) for n in range(1, 30)]
+    built = [operand_dfa(x, max_states=1000, deadline=None) for x in nodes]
+    kept = product_mod._cache
+    assert product_mod._cells[0] == sum(d.trans.size for d in kept.values()) <= 300
+    assert nodes[-1] in kept and nodes[0] not in kept  # the least recently used left first
+    assert list(kept) == nodes[-len(kept):]
+    assert operand_dfa(nodes[-1], max_states=1000, deadline=None) is built[-1]
+    again = operand_dfa(Repeat(ByteSet(((0x61, 0x62),)), 1, 1), max_states=1000, deadline=None)
+    assert again is not built[0] and _dfa_accepts(again, b"a") and not _dfa_accepts(again, b"ab")
+
+
+def test_item_facts_are_read_once_per_equal_item(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every lowering of a subtree asks about the repeats inside it again: an item's
+    shortest length and last bytes are read once, whatever object holds the item."""
+    from maskc.compiler import nfa as nfa_mod
+
+    monkeypatch.setattr(nfa_mod, "_MIN_BYTES", {})
+    monkeypatch.setattr(nfa_mod, "_LAST_BYTES", {})
+    walks: list[str] = []  # (walks of a whole item: last_bytes reads its parts' lengths too)
+    real_min, real_last = nfa_mod.min_bytes, nfa_mod.last_bytes
+
+    def min_bytes(n: Node, budget: int = 10_000) -> int:
+        walks.extend(["min"] if isinstance(n, Seq) else [])
+        return real_min(n, budget)
+
+    def last_bytes(n: Node, budget: int = 10_000) -> bytes:
+        walks.append("last")
+        return real_last(n, budget)
+
+    monkeypatch.setattr(nfa_mod, "min_bytes", min_bytes)
+    monkeypatch.setattr(nfa_mod, "last_bytes", last_bytes)
+
+    def item() -> Seq:  # a letter, then a digit: 2 bytes, ending on a digit
+        return Seq((ByteSet(((0x61, 0x7A),)), ByteSet(((0x30, 0x39),))))
+
+    assert [nfa_mod._widest_gap(item(), 16) for _ in range(3)] == [1 + 1 + 15 // 2] * 3
+    assert walks == ["min"]
+    asked: list[bytes] = []
+
+    def reach(last: bytes, shortest: int) -> int:
+        asked.append(last)
+        return 3
+
+    with nfa_mod.item_reach(reach):
+        assert [nfa_mod._widest_gap(item(), 16) for _ in range(3)] == [1 + 3] * 3
+    assert asked == [b"0123456789"] * 3 and walks == ["min", "last"]
 
 
 def _dfa_accepts(d: Dfa, data: bytes) -> bool:
@@ -664,7 +736,7 @@ def test_an_operand_dfa_keeps_to_the_cap_of_the_compile() -> None:
 
     ab = ByteSet(((0x61, 0x62),))
 
-    def wide() -> Seq:  # the 7th byte from the end is an "a": 2**7 minimal states (a new node each call)
+    def wide() -> Seq:  # the 7th byte from the end is an "a": 2**7 minimal states (equal: one DFA)
         return Seq((Repeat(ab, 0, None), _lit(b"a"), Repeat(ab, 6, 6)))
 
     size = operand_dfa(wide(), max_states=10_000, deadline=None).num_states
