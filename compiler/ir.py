@@ -253,6 +253,11 @@ class Grammar:
     """Rules that stay calls though no cycle passes them: a front end made them so that a
     bounded repeat of a large part is one call edge per position, not one copy of the
     part's automaton (``maxItems`` over a large item)."""
+    inline_max_nodes: int | None = None
+    """A rule on no cycle, referenced more than once, stays a call where its expansion has
+    more IR nodes than this (None: :data:`maskc.compiler.rules.INLINE_MAX_NODES`): lower
+    for a grammar whose front end made a rule of every shared part so that large ones are
+    called rather than copied (JSON Schema's ``$ref`` targets, where copies were refused)."""
 
     def __post_init__(self) -> None:
         names = [n for n, _ in self.rules]

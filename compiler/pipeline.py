@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -485,35 +486,53 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
         return compile_grammar(kind, text, grammar, vocab, opts, not_enforced=not_enforced,
                                progress=progress, timings=t, deadline=deadline, shared=shared)
     except StateLimitExceeded as e:
-        if fe.bounded_grammar is None or not any(references(body) for _, body in grammar.rules):
+        with_rules = any(references(body) for _, body in grammar.rules)
+        if fe.shared_grammar is None and (fe.bounded_grammar is None or not with_rules):
             raise
         refused = e.with_traceback(None)  # (its frames hold the failed attempt's work)
-    # The pushdown grammar is over a state limit, and a pushdown grammar unrolls its bounded
-    # repeats (counted loops count them in a regular grammar only): where bounding the
-    # nesting the rules allow makes the grammar regular, that grammar is compiled, its
-    # restriction listed. Otherwise the refusal stands.
-    t["refused_pushdown_ms"] = (time.perf_counter() - t0) * 1e3
+    t["refused_ms"] = (time.perf_counter() - t0) * 1e3
+    why = str(refused).splitlines()[0]  # (its message, not its hint)
+    # Over a state limit, two other forms of the grammar are compiled where they differ:
+    # 1. The same language with every shared part (a $ref target) a rule, and the large
+    #    ones used more than once called rather than copied at each use: a pushdown grammar
+    #    (no restriction), tried where sharing kept some part a call.
+    # 2. Where the grammar has rules: the nesting they allow bounded (free-form values). A
+    #    pushdown grammar unrolls its bounded repeats (counted loops count them in a regular
+    #    grammar only); where bounding the nesting makes the grammar regular, that grammar
+    #    is compiled, its restriction listed.
+    # Otherwise the refusal stands. Each form's front end is shared by the input's
+    # tokenizers as its own grammar is (a refusal is not built again).
+    Form = Callable[[CompileOptions], tuple[Grammar, list[dict[str, str]]]]
+    forms: list[tuple[str, Form, Callable[[ResolvedRules], bool]]] = []
+    if fe.shared_grammar is not None:
+        make_shared = fe.shared_grammar
+        forms.append(("shared", lambda o: make_shared(source, o), lambda rules: bool(rules.sized)))
+    if fe.bounded_grammar is not None and with_rules:
+        make_bounded = fe.bounded_grammar
+        forms.append(("bounded", lambda o: make_bounded(source, o, why), lambda rules: rules.regular))
     try:
-        t0 = time.perf_counter()
-        make = fe.bounded_grammar
-        assert make is not None
-        why = str(refused).splitlines()[0]  # (its message, not its hint)
-        # (shared by the input's tokenizers as its own grammar is: a refusal is not built again)
-        bounded, bounded_not_enforced, bounded_shared = _front_end(
-            (f"{kind} bounded", text, opts.canonical_json()), lambda: make(source, opts, why),
-            table, slot, opts.limits.max_seconds)
-        rules = bounded_shared.rules if bounded_shared is not None else None
-        if rules is None:
-            rules = resolve_rules(bounded, deadline=deadline)
-            if bounded_shared is not None:
-                bounded_shared.rules = rules  # (compile_grammar takes them from there)
-        if not rules.regular:
-            raise refused
-        t["bounded_frontend_ms"] = (time.perf_counter() - t0) * 1e3
-        return compile_grammar(kind, text, bounded, vocab, opts, not_enforced=bounded_not_enforced,
-                               progress=progress, timings=t, deadline=deadline,
-                               shared=bounded_shared)
-    except MaskcError:
+        for form, make, applies in forms:
+            left = deadline - time.monotonic()  # (a form's front end runs within the compile's time too)
+            if left <= 0:
+                break
+            form_opts = replace(opts, limits=replace(opts.limits, max_seconds=left))
+            try:
+                t0 = time.perf_counter()
+                other, other_not_enforced, other_shared = _front_end(
+                    (f"{kind} {form}", text, opts.canonical_json()), partial(make, form_opts), table, slot,
+                    opts.limits.max_seconds)
+                rules = other_shared.rules if other_shared is not None else None
+                if rules is None:
+                    rules = resolve_rules(other, deadline=deadline)
+                    if other_shared is not None:
+                        other_shared.rules = rules  # (compile_grammar takes them from there)
+                if not applies(rules):
+                    continue
+                t[f"{form}_frontend_ms"] = (time.perf_counter() - t0) * 1e3
+                return compile_grammar(kind, text, other, vocab, opts, not_enforced=other_not_enforced,
+                                       progress=progress, timings=t, deadline=deadline, shared=other_shared)
+            except MaskcError:
+                continue
         raise refused from None
     finally:
         del refused  # (no cycle through this frame)

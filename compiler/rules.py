@@ -29,10 +29,13 @@ class ResolvedRules:
     """The rules that remain after inlining; rule 0 is the start rule.
 
     ``regular`` is True when no reference remains (one rule, a regular language).
+    ``sized``: the rules kept as calls for their size alone (on no cycle, referenced more
+    than once, their expansion over the grammar's inlining limit).
     """
 
     names: tuple[str, ...]
     bodies: tuple[Node, ...]
+    sized: frozenset[str] = frozenset()
 
     @property
     def regular(self) -> bool:
@@ -210,6 +213,8 @@ def resolve_rules(grammar: Grammar, *, deadline: float | None = None) -> Resolve
     # Sizes after inlining, bottom up: a rule used more than once whose expansion is large
     # stays a call, so a DAG of small rules (a tree unrolled per depth) cannot blow up.
     expanded: dict[str, int] = {}
+    inline_max = INLINE_MAX_NODES if grammar.inline_max_nodes is None else grammar.inline_max_nodes
+    sized: set[str] = set()
 
     def size_of(n: str) -> int:
         got = expanded.get(n)
@@ -217,8 +222,9 @@ def resolve_rules(grammar: Grammar, *, deadline: float | None = None) -> Resolve
             expanded[n] = 1  # guards cycles (kept rules are calls: size 1)
             size, refs = _tree_counts(bodies[n], counts)
             got = size + sum(c * (1 if r in keep else size_of(r)) for r, c in refs.items())
-            if n not in keep and uses.get(n, 0) > 1 and got > INLINE_MAX_NODES:
+            if n not in keep and uses.get(n, 0) > 1 and got > inline_max:
                 keep.add(n)
+                sized.add(n)
                 got = 1
             expanded[n] = got
         return got
@@ -283,4 +289,5 @@ def resolve_rules(grammar: Grammar, *, deadline: float | None = None) -> Resolve
                 live.add(r)
                 work.append(r)
     pairs = [(n, b) for n, b in zip(out_names, out_bodies) if n in live]
-    return ResolvedRules(tuple(n for n, _ in pairs), tuple(b for _, b in pairs))
+    names = tuple(n for n, _ in pairs)
+    return ResolvedRules(names, tuple(b for _, b in pairs), frozenset(sized) & frozenset(names))

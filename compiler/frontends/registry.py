@@ -48,6 +48,11 @@ class FrontEnd:
     language: what the pipeline compiles where the pushdown grammar exceeds a state limit
     (JSON Schema's free-form values), given why (the refusal); its not_enforced lists the
     restriction (``kind: "restricted"``). None: no such form."""
+    shared_grammar: Callable[[Any, CompileOptions], tuple[Grammar, NotEnforced]] | None = None
+    """The same language with every part the source shares (JSON Schema's ``$ref`` targets)
+    a rule of its own, and a lower :attr:`Grammar.inline_max_nodes`, so that the large
+    parts used more than once are called rather than copied at each use: what the pipeline
+    compiles where the grammar exceeds a state limit. None: no such form."""
 
 
 def grammar_sha256(kind: str, canonical_text: str) -> str:
@@ -91,6 +96,14 @@ def _schema_bounded_grammar(schema: Any, options: CompileOptions,
     got, not_enforced = schema_to_ir(schema, options, bounded_free_form=True)
     grammar = got if isinstance(got, Grammar) else Grammar.single(got)
     return grammar, [*not_enforced, bounded_free_form_entry(why)]
+
+
+def _schema_shared_grammar(schema: Any, options: CompileOptions) -> tuple[Grammar, NotEnforced]:
+    from maskc.compiler.frontends.json_schema import schema_to_ir
+
+    got, not_enforced = schema_to_ir(schema, options, shared_refs=True)
+    grammar = got if isinstance(got, Grammar) else Grammar.single(got)
+    return grammar, not_enforced
 
 
 def _schema_prompt(canonical_text: str, instruction: str | None) -> str:
@@ -171,7 +184,7 @@ FRONTENDS: dict[str, FrontEnd] = {
     for fe in (
         FrontEnd("json_schema", "JSON Schema", (".json",), _json_value, _schema_canonical, _schema_grammar,
                  _schema_prompt, frozenset({"whitespace", "lenient", "max_depth"}),
-                 _schema_bounded_grammar),
+                 _schema_bounded_grammar, _schema_shared_grammar),
         FrontEnd("regex", "regular expression", (), _regex_text, str, _regex_grammar, _regex_prompt,
                  frozenset({"max_depth"})),
         FrontEnd("choice", "choice list", (), _choice_value, _json_canonical, _choice_grammar, _choice_prompt,

@@ -189,8 +189,8 @@ class SchemaCompiler(ConditionalsMixin, RefsMixin, CombinatorsMixin, ObjectsMixi
         return self.array(schema, pointer, depth)
 
 
-def schema_to_ir(schema: JsonValue, options: CompileOptions, *,
-                 bounded_free_form: bool = False) -> tuple[Grammar, list[dict[str, str]]]:
+def schema_to_ir(schema: JsonValue, options: CompileOptions, *, bounded_free_form: bool = False,
+                 shared_refs: bool = False) -> tuple[Grammar, list[dict[str, str]]]:
     """Compile a JSON Schema into a grammar.
 
     ``bounded_free_form``: free-form values (``{}``, a missing ``type``) are nested at most
@@ -227,6 +227,7 @@ def schema_to_ir(schema: JsonValue, options: CompileOptions, *,
     sc = SchemaCompiler(schema, options)
     if bounded_free_form:
         sc.bounded_any += 1
+    sc.share_refs = shared_refs
     try:
         return sc.compile(), sc.not_enforced
     except RecursionError:

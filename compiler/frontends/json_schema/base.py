@@ -134,11 +134,24 @@ class Base:
         self.name_numbers: dict[str, int] = {}  # fallback name -> the number its last rule took
         self.merging: list[int] = []  # ids of the schemas whose allOf is being merged
         self.bounded_any = 0  # > 0: free-form values are regular, ONEOF_ANY_DEPTH deep
+        # shared_refs: every $ref target is a rule, built once (see :meth:`shares_refs_here`)
+        self.share_refs = False
+        self.ref_rules: set[str] = set()
+        self._root_options = options
 
     @property
     def with_rules(self) -> bool:
         """Whether the grammar has rules: the nodes compiled from here on may hold references."""
-        return bool(self.recursive or self.calls)
+        return bool(self.recursive or self.calls or self.ref_rules)
+
+    def shares_refs_here(self) -> bool:
+        """Whether a ``$ref`` compiled here may be (or call) its target's shared rule: with
+        ``shared_refs``, and where the target compiles as it does at the top (the compile's
+        own options, free-form values unbounded, no over-approximation or subject of a
+        difference being built), so that one body serves every such place."""
+        return (self.share_refs and self.options is self._root_options and not self.bounded_any
+                and not getattr(self, "_over", 0) and not getattr(self, "_in_subject", False)
+                and getattr(self, "_any_limit", None) is None)
 
     @property
     def exact(self) -> bool:

@@ -47,6 +47,9 @@ __all__ = ["RefsMixin", "ANY_RULE", "ONEOF_ANY_DEPTH", "has_ref", "map_refs", "p
 ANY_RULE = "any"
 ONEOF_ANY_DEPTH = 3
 """Nesting of a free-form value inside overlapping ``oneOf`` branches (kept regular there)."""
+SHARED_REFS_INLINE_MAX_NODES = 300
+"""With ``shared_refs``, a ``$ref`` target referenced more than once stays a call from this
+many IR nodes (its expansion) on: :attr:`Grammar.inline_max_nodes`."""
 _REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
 _REMOTE_HINT = "bundle the referenced schema into $defs and refer to it as #/$defs/NAME"
 
@@ -268,7 +271,8 @@ class RefsMixin(Base):
                 hint="put the recursive reference inside properties, items or additionalProperties",
             )
         rname = self.rule_name(key, depth, name or key)
-        if rname in self.rules:
+        share = keyword == "$ref" and self.shares_refs_here()
+        if rname in self.rules and (share or rname not in self.ref_rules):
             return RuleRef(rname)
         if any(k == key for k, _ in self.active):
             self.recursive.add(key)
@@ -291,6 +295,10 @@ class RefsMixin(Base):
             self.active.pop()
         if key in self.recursive:
             self.rules[rname] = body
+            return RuleRef(rname)
+        if share:  # (not on a cycle: the rules pass inlines it where it is small or used once)
+            self.rules[rname] = body
+            self.ref_rules.add(rname)
             return RuleRef(rname)
         return body
 
@@ -360,7 +368,8 @@ class RefsMixin(Base):
             i += 1
         shared = frozenset(self.rule_names[k] for k in self.shared) & set(order) - {start}
         calls = frozenset(ref.name for _, ref in self.calls.values()) & set(order) - {start}
-        return Grammar(start, tuple((n, rules[n]) for n in order), shared, calls)
+        inline_max = SHARED_REFS_INLINE_MAX_NODES if self.share_refs else None
+        return Grammar(start, tuple((n, rules[n]) for n in order), shared, calls, inline_max)
 
 
 def has_ref(node: Node) -> bool:

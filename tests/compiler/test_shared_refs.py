@@ -1,0 +1,172 @@
+"""A grammar over a state limit because its ``$ref`` targets are copied at every use: the
+pipeline compiles the same language with each large target used more than once a rule of
+its own, called rather than copied (a pushdown grammar), and lists no restriction."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import jsonschema
+import pytest
+
+import maskc
+from maskc.artifacts.artifact import Artifact
+from maskc.compiler.errors import StateLimitExceeded
+from maskc.compiler.frontends.json_schema import schema_to_ir
+from maskc.compiler.frontends.json_schema.refs import SHARED_REFS_INLINE_MAX_NODES
+from maskc.compiler.options import CompileOptions, Limits
+from maskc.compiler.pipeline import compile_grammar
+from maskc.compiler.rules import resolve_rules
+from maskc.compiler.vocab import byte_tokenizer
+from tests.helpers import compact
+
+VOCAB = byte_tokenizer()
+# An object of ten optional enum members (required k0): each use follows its own key, so
+# inlined, every copy stays in the minimal DFA (837 states for five uses).
+ITEM = {"type": "object",
+        "properties": {f"k{i}": {"enum": [f"value{i}x{j}" for j in range(8)]} for i in range(10)},
+        "required": ["k0"], "additionalProperties": False}
+SCHEMA = {"$defs": {"item": ITEM}, "type": "object",
+          "properties": {f"p{i}": {"$ref": "#/$defs/item"} for i in range(5)},
+          "required": ["p0", "p1"], "additionalProperties": False}
+TIGHT = CompileOptions(limits=Limits(max_states=800))
+ROOMY = CompileOptions(limits=Limits(max_states=100_000))
+
+
+def _item(rng: random.Random, valid: bool) -> Any:
+    value: dict[str, Any] = {f"k{i}": f"value{i}x{rng.randrange(8)}" for i in range(10) if i == 0 or rng.random() < .3}
+    if not valid:
+        match rng.randrange(3):
+            case 0:
+                del value["k0"]
+            case 1:
+                value["k9"] = "value9x8"
+            case _:
+                value["extra"] = 1
+    return value
+
+
+def _accepts(art: Artifact, value: Any) -> bool:
+    m = art.matcher()
+    return bool(m.accept_string(compact(value)) and m.can_terminate())
+
+
+def _shared_form(schema: Any, options: CompileOptions) -> Artifact:
+    """The artifact of the shared form itself (what the pipeline falls back to)."""
+    grammar, not_enforced = schema_to_ir(schema, options, shared_refs=True)
+    text = json.dumps(schema)
+    return Artifact.from_compiled(
+        compile_grammar("json_schema", text, grammar, VOCAB, options, not_enforced=not_enforced), VOCAB)
+
+
+def test_the_shared_form_makes_a_rule_of_each_target_and_calls_the_large_ones() -> None:
+    grammar, _ = schema_to_ir(SCHEMA, ROOMY)
+    assert len(grammar.rules) == 1  # no recursion: every use inlined
+    shared, _ = schema_to_ir(SCHEMA, ROOMY, shared_refs=True)
+    assert shared.inline_max_nodes == SHARED_REFS_INLINE_MAX_NODES
+    rules = resolve_rules(shared)
+    assert rules.names == ("#", "#/$defs/item") and rules.sized == {"#/$defs/item"}
+    small = {"$defs": {"n": {"enum": ["a", "b"]}}, "type": "array", "items": {"$ref": "#/$defs/n"},
+             "prefixItems": [{"$ref": "#/$defs/n"}]}
+    rules = resolve_rules(schema_to_ir(small, ROOMY, shared_refs=True)[0])
+    assert rules.regular and not rules.sized  # a small target is inlined at each use
+
+
+def test_over_the_limit_the_same_language_compiles_as_calls() -> None:
+    with pytest.raises(StateLimitExceeded):  # (the shared form's front end alone, compiled inline)
+        compile_grammar("json_schema", "", schema_to_ir(SCHEMA, TIGHT)[0], VOCAB, TIGHT)
+    art = maskc.compile_json_schema(SCHEMA, VOCAB, options=TIGHT)
+    assert art.pda is not None and art.dfa.num_states < 800 and not art.not_enforced
+    assert art.timings["refused_ms"] > 0 and "shared_frontend_ms" in art.timings
+    inline = maskc.compile_json_schema(SCHEMA, VOCAB, options=ROOMY)
+    assert inline.pda is None and inline.dfa.num_states > 800
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    rng = random.Random(5)
+    seen = {True: 0, False: 0}
+    for _ in range(300):
+        value = {f"p{i}": _item(rng, rng.random() < .9) for i in range(5) if i < 2 or rng.random() < .5}
+        if rng.random() < .1:
+            del value["p1"]
+        ok = validator.is_valid(value)
+        seen[ok] += 1
+        assert _accepts(art, value) == ok == _accepts(inline, value), value
+    assert min(seen.values()) > 50
+
+
+def test_a_target_under_not_or_in_a_union_is_compiled_in_place() -> None:
+    """Where a target must compile otherwise than at the top (the complement of ``not``, the
+    over-approximations of an overlapping ``oneOf``), it is built there, never a call of
+    its rule: the shared form accepts exactly the schema's instances."""
+    const = {"type": "object", "properties": {"k0": {"const": "value0x1"}}, "required": ["k0"]}
+    schema = {"$defs": {"item": ITEM}, "type": "object",
+              "properties": {"a": {"$ref": "#/$defs/item"}, "b": {"$ref": "#/$defs/item"},
+                             "c": {"not": {"$ref": "#/$defs/item"}},
+                             "d": {"oneOf": [{"$ref": "#/$defs/item"}, const]}},
+              "additionalProperties": False}
+    for semantics in ("generation", "exact"):
+        options = CompileOptions(limits=ROOMY.limits, semantics=semantics)
+        art = _shared_form(schema, options)
+        assert art.pda is not None
+        validator = jsonschema.Draft202012Validator(schema)
+        rng = random.Random(7)
+        seen = {True: 0, False: 0}
+        for _ in range(300):
+            value: dict[str, Any] = {}
+            for key in "abcd":
+                if rng.random() < .7:
+                    value[key] = _item(rng, rng.random() < .7) if rng.random() < .8 else rng.choice([1, "x", {}])
+            if "d" in value and rng.random() < .3:
+                value["d"] = {"k0": "value0x1"} if rng.random() < .5 else {"k0": "value0x2"}
+            ok = validator.is_valid(value)
+            seen[ok] += 1
+            if semantics == "generation" and ok and not art.matcher().accept_string(compact(value)):
+                continue  # (generation semantics may write less than the schema admits: never more)
+            assert _accepts(art, value) == ok, (semantics, value)
+        assert min(seen.values()) > 30
+
+
+def test_the_refusal_stands_where_the_shared_form_is_over_the_limit_too() -> None:
+    with pytest.raises(StateLimitExceeded) as err:
+        maskc.compile_json_schema(SCHEMA, VOCAB, options=CompileOptions(limits=Limits(max_states=150)))
+    assert err.value.limit == 150
+
+
+def test_without_time_left_no_other_form_is_tried(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A form's front end and compile run within the compile's own time: a refusal that
+    used it all is final."""
+    import time
+    import types
+
+    from maskc.compiler import pipeline
+
+    clock = [0.0]
+    monkeypatch.setattr(pipeline, "time", types.SimpleNamespace(monotonic=lambda: clock[0],
+                                                                perf_counter=time.perf_counter))
+    built: list[str] = []
+    real = pipeline._front_end
+
+    def front_end(key: tuple[str, str, str], *args: Any, **kwargs: Any) -> Any:
+        built.append(key[0])
+        return real(key, *args, **kwargs)
+
+    def over_the_limit(*args: Any, **kwargs: Any) -> Any:
+        clock[0] = 1e9  # (the attempt took the compile's time)
+        raise StateLimitExceeded("DFA states", limit=800)
+
+    monkeypatch.setattr(pipeline, "_front_end", front_end)
+    monkeypatch.setattr(pipeline, "compile_grammar", over_the_limit)
+    with pytest.raises(StateLimitExceeded):
+        maskc.compile_json_schema(SCHEMA, VOCAB, options=TIGHT)
+    assert built == ["json_schema"]
+
+    def over_in_time(*args: Any, **kwargs: Any) -> Any:
+        raise StateLimitExceeded("DFA states", limit=800)
+
+    built.clear()
+    clock[0] = 0.0
+    monkeypatch.setattr(pipeline, "compile_grammar", over_in_time)
+    with pytest.raises(StateLimitExceeded):
+        maskc.compile_json_schema(SCHEMA, VOCAB, options=TIGHT)
+    assert built == ["json_schema", "json_schema shared"]  # (with time left: tried, refused too)
