@@ -509,18 +509,19 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
         forms.append(("shared", lambda o: make_shared(source, o), lambda rules: bool(rules.sized)))
     if fe.bounded_grammar is not None and with_rules:
         make_bounded = fe.bounded_grammar
-        forms.append(("bounded", lambda o: make_bounded(source, o, why), lambda rules: rules.regular))
+        forms.append(("bounded", lambda o: make_bounded(source, o, why),
+                      lambda rules: rules.regular))
     try:
         for form, make, applies in forms:
-            left = deadline - time.monotonic()  # (a form's front end runs within the compile's time too)
+            left = deadline - time.monotonic()  # (a form's front end runs in the compile's time)
             if left <= 0:
                 break
             form_opts = replace(opts, limits=replace(opts.limits, max_seconds=left))
             try:
                 t0 = time.perf_counter()
                 other, other_not_enforced, other_shared = _front_end(
-                    (f"{kind} {form}", text, opts.canonical_json()), partial(make, form_opts), table, slot,
-                    opts.limits.max_seconds)
+                    (f"{kind} {form}", text, opts.canonical_json()), partial(make, form_opts),
+                    table, slot, opts.limits.max_seconds)
                 rules = other_shared.rules if other_shared is not None else None
                 if rules is None:
                     rules = resolve_rules(other, deadline=deadline)
@@ -529,8 +530,9 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
                 if not applies(rules):
                     continue
                 t[f"{form}_frontend_ms"] = (time.perf_counter() - t0) * 1e3
-                return compile_grammar(kind, text, other, vocab, opts, not_enforced=other_not_enforced,
-                                       progress=progress, timings=t, deadline=deadline, shared=other_shared)
+                return compile_grammar(kind, text, other, vocab, opts,
+                                       not_enforced=other_not_enforced, progress=progress,
+                                       timings=t, deadline=deadline, shared=other_shared)
             except MaskcError:
                 continue
         raise refused from None

@@ -36,7 +36,8 @@ ROOMY = CompileOptions(limits=Limits(max_states=100_000))
 
 
 def _item(rng: random.Random, valid: bool) -> Any:
-    value: dict[str, Any] = {f"k{i}": f"value{i}x{rng.randrange(8)}" for i in range(10) if i == 0 or rng.random() < .3}
+    value: dict[str, Any] = {f"k{i}": f"value{i}x{rng.randrange(8)}"
+                             for i in range(10) if i == 0 or rng.random() < .3}
     if not valid:
         match rng.randrange(3):
             case 0:
@@ -58,7 +59,8 @@ def _shared_form(schema: Any, options: CompileOptions) -> Artifact:
     grammar, not_enforced = schema_to_ir(schema, options, shared_refs=True)
     text = json.dumps(schema)
     return Artifact.from_compiled(
-        compile_grammar("json_schema", text, grammar, VOCAB, options, not_enforced=not_enforced), VOCAB)
+        compile_grammar("json_schema", text, grammar, VOCAB, options, not_enforced=not_enforced),
+        VOCAB)
 
 
 def test_the_shared_form_makes_a_rule_of_each_target_and_calls_the_large_ones() -> None:
@@ -86,7 +88,8 @@ def test_over_the_limit_the_same_language_compiles_as_calls() -> None:
     rng = random.Random(5)
     seen = {True: 0, False: 0}
     for _ in range(300):
-        value = {f"p{i}": _item(rng, rng.random() < .9) for i in range(5) if i < 2 or rng.random() < .5}
+        value = {f"p{i}": _item(rng, rng.random() < .9)
+                 for i in range(5) if i < 2 or rng.random() < .5}
         if rng.random() < .1:
             del value["p1"]
         ok = validator.is_valid(value)
@@ -116,7 +119,8 @@ def test_a_target_under_not_or_in_a_union_is_compiled_in_place() -> None:
             value: dict[str, Any] = {}
             for key in "abcd":
                 if rng.random() < .7:
-                    value[key] = _item(rng, rng.random() < .7) if rng.random() < .8 else rng.choice([1, "x", {}])
+                    other = rng.choice([1, "x", {}])
+                    value[key] = _item(rng, rng.random() < .7) if rng.random() < .8 else other
             if "d" in value and rng.random() < .3:
                 value["d"] = {"k0": "value0x1"} if rng.random() < .5 else {"k0": "value0x2"}
             ok = validator.is_valid(value)
@@ -129,7 +133,8 @@ def test_a_target_under_not_or_in_a_union_is_compiled_in_place() -> None:
 
 def test_the_refusal_stands_where_the_shared_form_is_over_the_limit_too() -> None:
     with pytest.raises(StateLimitExceeded) as err:
-        maskc.compile_json_schema(SCHEMA, VOCAB, options=CompileOptions(limits=Limits(max_states=150)))
+        maskc.compile_json_schema(SCHEMA, VOCAB,
+                                  options=CompileOptions(limits=Limits(max_states=150)))
     assert err.value.limit == 150
 
 
