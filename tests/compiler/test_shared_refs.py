@@ -98,6 +98,32 @@ def test_over_the_limit_the_same_language_compiles_as_calls() -> None:
     assert min(seen.values()) > 50
 
 
+@pytest.mark.parametrize("spec, indent", [("pretty", 2), ("flexible", 1)])
+def test_shared_targets_keep_the_layout_of_each_depth(spec: str, indent: int) -> None:
+    """Under ``pretty`` whitespace a target's indentation depends on its depth (a rule per
+    depth); the shared form writes what the inline grammar writes."""
+    from maskc.compiler.options import parse_whitespace
+
+    options = CompileOptions(limits=ROOMY.limits, whitespace=parse_whitespace(spec))
+    art = _shared_form(SCHEMA, options)
+    inline = maskc.compile_json_schema(SCHEMA, VOCAB, options=options)
+    assert art.pda is not None and art.dfa.num_states < inline.dfa.num_states
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    rng = random.Random(1)
+    accepted = 0
+    for _ in range(200):
+        value = {f"p{i}": _item(rng, rng.random() < .9)
+                 for i in range(5) if i < 2 or rng.random() < .5}
+        text = json.dumps(value, indent=indent)
+        got = []
+        for a in (art, inline):
+            m = a.matcher()
+            got.append(bool(m.accept_string(text) and m.can_terminate()))
+        assert got[0] == got[1] and (not got[0] or validator.is_valid(value)), text
+        accepted += got[0]
+    assert accepted > 100
+
+
 def test_a_target_under_not_or_in_a_union_is_compiled_in_place() -> None:
     """Where a target must compile otherwise than at the top (the complement of ``not``, the
     over-approximations of an overlapping ``oneOf``), it is built there, never a call of
