@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import time
 
@@ -26,8 +27,6 @@ if TYPE_CHECKING:  # dfa.py imports this module
     from maskc.compiler.dfa import Dfa
 
 __all__ = ["Nfa", "Region", "lower", "lower_rules", "CALL_BASE", "COUNT_EXIT", "ItemReach", "item_reach"]
-
-_T = TypeVar("_T")
 
 CALL_BASE = 256  # edge label of a call to rule i: CALL_BASE + i
 COUNT_EXIT = CALL_BASE  # edge label of a counted loop's exit (only in :func:`lower`'s NFAs, which have no calls)
@@ -350,26 +349,20 @@ def _widest_gap(item: Node, horizon: int) -> int:
     short, which can only miss a loop (the repeat is then copied), never make a wrong one."""
     if horizon <= 0:
         return 1
-    shortest = _item_fact(_MIN_BYTES, item, lambda: max(1, min_bytes(item)))
-    last = lambda: _item_fact(_LAST_BYTES, item, lambda: last_bytes(item))  # noqa: E731
-    return 1 + _most_items(horizon, shortest, last)
+    return 1 + _most_items(horizon, _shortest_item(item), lambda: _item_last_bytes(item))
 
 
-# What _widest_gap asks about an item, by value: every lowering of a subtree asks again
-# about the repeats inside it (one MaskBench schema asked 234,756 times about 17 distinct
-# items, 7.6 s of walks over the same subtrees).
-_MIN_BYTES: dict[Node, int] = {}
-_LAST_BYTES: dict[Node, bytes] = {}
-_ITEM_FACTS_SIZE = 1 << 12
+# What _widest_gap asks about an item, recalled by value: every lowering of a subtree asks
+# again about the repeats inside it (one MaskBench schema asked 234,756 times about 17
+# distinct items, 7.6 s of walks over the same subtrees).
+@lru_cache(maxsize=1 << 12)
+def _shortest_item(item: Node) -> int:
+    return max(1, min_bytes(item))
 
 
-def _item_fact(memo: dict[Node, _T], item: Node, compute: Callable[[], _T]) -> _T:
-    got = memo.get(item)
-    if got is None:
-        if len(memo) >= _ITEM_FACTS_SIZE:
-            memo.clear()
-        got = memo[item] = compute()
-    return got
+@lru_cache(maxsize=1 << 12)
+def _item_last_bytes(item: Node) -> bytes:
+    return last_bytes(item)
 
 
 _ANY_BYTE = bytes(range(256))

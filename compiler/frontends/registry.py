@@ -81,29 +81,26 @@ def _schema_canonical(value: Any) -> str:
     return canonical_schema(value)  # a wrapper's (tool, pydantic) is the schema's it holds
 
 
-def _schema_grammar(schema: Any, options: CompileOptions) -> tuple[Grammar, NotEnforced]:
+def _schema_grammar(schema: Any, options: CompileOptions, *, bounded_free_form: bool = False,
+                    shared_refs: bool = False) -> tuple[Grammar, NotEnforced]:
     from maskc.compiler.frontends.json_schema import schema_to_ir
 
-    got, not_enforced = schema_to_ir(schema, options)
+    got, not_enforced = schema_to_ir(schema, options, bounded_free_form=bounded_free_form,
+                                     shared_refs=shared_refs)
     grammar = got if isinstance(got, Grammar) else Grammar.single(got)
     return grammar, not_enforced
 
 
 def _schema_bounded_grammar(schema: Any, options: CompileOptions,
                             why: str) -> tuple[Grammar, NotEnforced]:
-    from maskc.compiler.frontends.json_schema import bounded_free_form_entry, schema_to_ir
+    from maskc.compiler.frontends.json_schema import bounded_free_form_entry
 
-    got, not_enforced = schema_to_ir(schema, options, bounded_free_form=True)
-    grammar = got if isinstance(got, Grammar) else Grammar.single(got)
+    grammar, not_enforced = _schema_grammar(schema, options, bounded_free_form=True)
     return grammar, [*not_enforced, bounded_free_form_entry(why)]
 
 
 def _schema_shared_grammar(schema: Any, options: CompileOptions) -> tuple[Grammar, NotEnforced]:
-    from maskc.compiler.frontends.json_schema import schema_to_ir
-
-    got, not_enforced = schema_to_ir(schema, options, shared_refs=True)
-    grammar = got if isinstance(got, Grammar) else Grammar.single(got)
-    return grammar, not_enforced
+    return _schema_grammar(schema, options, shared_refs=True)
 
 
 def _schema_prompt(canonical_text: str, instruction: str | None) -> str:

@@ -224,8 +224,8 @@ def test_item_facts_are_read_once_per_equal_item(monkeypatch: pytest.MonkeyPatch
     shortest length and last bytes are read once, whatever object holds the item."""
     from maskc.compiler import nfa as nfa_mod
 
-    monkeypatch.setattr(nfa_mod, "_MIN_BYTES", {})
-    monkeypatch.setattr(nfa_mod, "_LAST_BYTES", {})
+    nfa_mod._shortest_item.cache_clear()
+    nfa_mod._item_last_bytes.cache_clear()
     walks: list[str] = []  # (walks of a whole item: last_bytes reads its parts' lengths too)
     real_min, real_last = nfa_mod.min_bytes, nfa_mod.last_bytes
 
