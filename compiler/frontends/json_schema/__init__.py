@@ -110,6 +110,11 @@ class SchemaCompiler(ConditionalsMixin, RefsMixin, CombinatorsMixin, ObjectsMixi
             return NOTHING
         if not isinstance(schema, dict):
             raise SchemaError(f"a schema must be an object or a boolean, got {type(schema).__name__}", pointer=pointer)
+        if schema.get("type") == []:
+            # No type left (a merge of disjoint types, or the not-an-object branch of a
+            # negated condition on an object): no value, whatever else the schema says, and
+            # nothing inside it (conditionals, negations, more merges) is worth building.
+            return NOTHING
         if "unevaluatedProperties" in schema:
             schema = self.unevaluated(schema, pointer)
         if "$ref" in schema or "$dynamicRef" in schema or "$recursiveRef" in schema:
