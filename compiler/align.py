@@ -6,7 +6,8 @@ run as numpy arrays, level by level:
 
 * short tokens (at most ``SHORT_TOKEN`` bytes, almost all of a vocabulary) are walked over
   the tokenizer's byte trie (:mod:`maskc.compiler.trie`, built once per tokenizer): narrow
-  states follow only their live prefixes, all together; wide states that loop on most
+  states follow only their live prefixes, all together; wide states (an eighth of the tokens
+  or more survive their first byte: :data:`WIDE_SHARE`) that loop on most
   first bytes (string interiors) are walked only past the byte that leaves the loop; other
   wide states step every node, over the trie merged by byte class when there are many, once
   per distinct state their first bytes lead to (not once per state) where that is fewer;
@@ -473,6 +474,12 @@ MEMO_BY_CONTENT = 4096  # allowed short tokens up to which a state's mask is mem
 LOOP_BATCH = 32  # looping wide states walked together from their boundary nodes
 SPARSE_BUDGET = 1 << 20  # surviving tokens walked together by the narrow states of one batch
 MANY_WIDE = 12  # from this many wide states on, they walk the class-merged trie
+WIDE_SHARE = 8
+"""A state is walked as a wide one when more than 1/WIDE_SHARE of the short tokens survive
+its first byte. Each narrow state follows its own live pairs of (trie node, state), and the
+pairs of a state inside a string of letters (a sixth of DeepSeek's tokens) number about
+40,000; wide states share the walks past their first byte. At 1/4, the 45 slowest slice
+schemas aligned in 214 s; at 1/8 in 179 s, and no schema of 60 random ones took longer."""
 
 
 def _width(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64]) -> NDArray[np.int64]:
@@ -497,11 +504,12 @@ def _short_allowed(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64], flat_tr
     The walks run over the trie labelled by class (built on first need into ``ctries``:
     merged by class when ``many_wide``, which costs a few walks once and makes each walk
     cheaper). Narrow states follow their live prefixes only, all together. Wide states
-    (a quarter of the tokens or more survive the first byte) that loop on the first byte
+    (an eighth of the tokens or more survive the first byte) that loop on the first byte
     of most tokens (string interiors) are grouped by their looping classes and walk only
     past the first byte that leaves the loop; other wide states step every node, together
     (:func:`walk_memo`: one walk per distinct successor of a first byte, which states
-    spelling declared keys inside a looping string mostly share), or in batches.
+    spelling declared keys inside a looping string mostly share), or in batches
+    (:data:`WIDE_SHARE`; :data:`MANY_WIDE` counts the states where a quarter survive).
     ``blocks`` is :meth:`TokenTable.first_blocks`. ``memos`` (per class trie) keeps the walks
     of the wide states' first-byte successors across calls (:class:`PairMemo`), ``canon``
     its representatives of states alike for the trie's depth.
@@ -515,7 +523,7 @@ def _short_allowed(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64], flat_tr
     ct = ctries[0]
     dead = dfa.num_states
     width = _width(dfa, trie, states)
-    wide_mask = width * 4 > trie.num_tokens
+    wide_mask = width * WIDE_SHARE > trie.num_tokens
     wide = np.flatnonzero(wide_mask)
     if wide.size:
         ws = states[wide]

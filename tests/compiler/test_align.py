@@ -226,3 +226,37 @@ def test_a_short_partition_handed_in_gives_the_same_masks(byte_vocab: Vocabulary
     assert 1 < int(blocks.max()) + 1 < dfa.num_states  # states some short token tells apart, and some not
     renumbered = (int(blocks.max()) - blocks) * 7 + 3
     assert masks(short_blocks=renumbered) == masks()
+
+
+def test_states_keeping_an_eighth_of_the_tokens_walk_as_wide_states(deepseek: Vocabulary,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # Inside a string of letters, about a sixth of DeepSeek's tokens survive the first byte:
+    # such states walk the trie as wide states do (sharing walks past the first byte), and
+    # their masks are the oracle's.
+    from maskc.compiler import align
+
+    widths: list[float] = []
+    original = align._short_allowed
+
+    def short_allowed(dfa: Any, trie: Any, states: Any, *args: Any) -> Any:
+        widths.extend((align._width(dfa, trie, states) / trie.num_tokens).tolist())
+        return original(dfa, trie, states, *args)
+
+    wide_walks: list[int] = []
+    original_memo = align.walk_memo
+
+    def walk_memo(*args: Any) -> Any:
+        wide_walks.append(int(args[4].shape[0]))
+        return original_memo(*args)
+
+    monkeypatch.setattr(align, "_short_allowed", short_allowed)
+    monkeypatch.setattr(align, "walk_memo", walk_memo)
+    schema = {"type": "object", "required": ["w", "v"],
+              "properties": {"w": {"type": "string", "pattern": "^[a-zA-Z]{2,}$"},
+                             "v": {"type": "string", "pattern": "^[a-z0-9_]*$"}}}
+    g = compile_json_schema(schema, deepseek)
+    assert any(1 / 8 < w <= 1 / 4 for w in widths) and wide_walks
+    for s in range(g.dfa.num_states):
+        if g.dfa.walk(s, b"a") >= 0:  # the states inside the strings (and before them)
+            got = set(g.masks.allowed_ids(int(g.state_mask[s])).tolist())
+            assert got == oracle(g.dfa, deepseek, s), f"state {s}"
