@@ -30,6 +30,7 @@ from maskc.compiler.counters import finish, with_exits
 from maskc.compiler.dfa import CounterConflict, Dfa, compress_classes, coreachable, determinize, determinize_counted, prune
 from maskc.compiler.errors import (EmptyLanguage, MaskcError, MemoryLimitExceeded, NonTerminating, SchemaError,
                                   StateLimitExceeded, TimeLimitExceeded)
+from maskc.compiler.frontends.json_schema.refs import ONEOF_ANY_DEPTH
 from maskc.compiler.frontends.registry import frontend, grammar_sha256
 from maskc.compiler.ir import Grammar, Node
 from maskc.compiler.maskstore import MaskStore, MaskStoreBuilder
@@ -511,6 +512,7 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
         make_bounded = fe.bounded_grammar
         forms.append(("bounded", lambda o: make_bounded(source, o, why),
                       lambda rules: rules.regular))
+    tried: list[str] = []  # the forms compiled, each with why it failed
     try:
         for form, make, applies in forms:
             left = deadline - time.monotonic()  # (a form's front end runs in the compile's time)
@@ -533,11 +535,32 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
                 return compile_grammar(kind, text, other, vocab, opts,
                                        not_enforced=other_not_enforced, progress=progress,
                                        timings=t, deadline=deadline, shared=other_shared)
-            except MaskcError:
+            except MaskcError as e:
+                tried.append(f"{_FORMS[form]} ({e.message})")
                 continue
-        raise refused from None
+        raise _with_tries(refused, tried) from None
     finally:
         del refused  # (no cycle through this frame)
+
+
+_FORMS = {
+    "shared": "each $ref target used more than once as a called rule",
+    "bounded": f"free-form values nested at most {ONEOF_ANY_DEPTH} levels deep (a restriction)",
+}
+"""What each form of a grammar tried after a state limit is, in a refusal's hint."""
+
+
+def _with_tries(error: MaskcError, tried: list[str]) -> MaskcError:
+    """``error`` with the forms compiled after it, and why each failed, added to its hint: a
+    user learns what was tried, not only the first refusal. A copy: the error is also what the
+    input's next tokenizer recalls."""
+    if not tried:
+        return error
+    out = type(error).__new__(type(error), *error.args)
+    out.__dict__.update(error.__dict__)
+    also = "; ".join(tried)
+    out.hint = f"{error.hint}. Also tried: {also}" if error.hint else f"also tried: {also}"
+    return out
 
 
 def _front_end(key: tuple[str, str, str], build: Callable[[], tuple[Grammar, list[dict[str, str]]]],

@@ -158,10 +158,23 @@ def test_a_target_under_not_or_in_a_union_is_compiled_in_place() -> None:
 
 
 def test_the_refusal_stands_where_the_shared_form_is_over_the_limit_too() -> None:
-    with pytest.raises(StateLimitExceeded) as err:
-        maskc.compile_json_schema(SCHEMA, VOCAB,
-                                  options=CompileOptions(limits=Limits(max_states=150)))
-    assert err.value.limit == 150
+    """The first refusal is raised, and its hint names the form compiled after it and why
+    that failed too; compiled again, the hint is the same (nothing accumulates)."""
+    from maskc.compiler import pipeline
+
+    hints = []
+    with pipeline.sharing_automata():  # (the second compile recalls the first's refusals)
+        for _ in range(2):
+            with pytest.raises(StateLimitExceeded) as err:
+                maskc.compile_json_schema(SCHEMA, VOCAB,
+                                          options=CompileOptions(limits=Limits(max_states=150)))
+            assert err.value.limit == 150
+            assert err.value.message.startswith("DFA states exceeds the limit of 150")
+            hints.append(err.value.hint)
+    assert hints[0] == hints[1]
+    assert hints[0] is not None and hints[0].count("Also tried:") == 1
+    assert "each $ref target used more than once as a called rule (" in hints[0]
+    assert "exceeds the limit of 150" in hints[0].split("Also tried:")[1]
 
 
 def test_without_time_left_no_other_form_is_tried(monkeypatch: pytest.MonkeyPatch) -> None:
