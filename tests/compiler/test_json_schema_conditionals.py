@@ -70,6 +70,17 @@ def test_verdicts(schema: Any, ok: list[str], bad: list[str], semantics: str) ->
         assert not accepts(schema, text, semantics), (semantics, text)
 
 
+def _judged_as_jsonschema_does(schema: Any, ok: list[str], bad: list[str], semantics: str) -> None:
+    """Each text of ``ok`` is valid and accepted, each of ``bad`` invalid and rejected."""
+    validator = jsonschema.Draft202012Validator(schema)
+    for text in ok:
+        assert validator.is_valid(json.loads(text)), text
+        assert accepts(schema, text, semantics), (semantics, text)
+    for text in bad:
+        assert not validator.is_valid(json.loads(text)), text
+        assert not accepts(schema, text, semantics), (semantics, text)
+
+
 def _discriminated(n: int) -> dict[str, Any]:
     """An object whose ``kind`` picks one of ``n`` shapes through sibling conditionals, none
     of whose ``if`` requires ``kind`` (so an object without it must meet every ``then``)."""
@@ -90,18 +101,12 @@ def test_sibling_conditionals_on_a_discriminator_do_not_multiply(semantics: str)
     applies, without the combinations of every branch of every sibling (2**24 here). The
     verdicts are jsonschema's."""
     schema = _discriminated(24)
-    validator = jsonschema.Draft202012Validator(schema)
     ok = ['{"kind":"k0","v0":1}', '{"kind":"k23","name":"a","v23":5}']
     if semantics == "exact":
         ok.append('{"kind":"k7","v7":0,"v3":"x"}')  # (generation writes no undeclared key)
     bad = ['{"kind":"k0","v1":1}', '{"kind":"k5"}', '{"kind":"k24","v24":1}', '{"v0":1}', "{}",
            '{"kind":"k2","v2":"1"}']
-    for text in ok:
-        assert validator.is_valid(json.loads(text)), text
-        assert accepts(schema, text, semantics), (semantics, text)
-    for text in bad:
-        assert not validator.is_valid(json.loads(text)), text
-        assert not accepts(schema, text, semantics), (semantics, text)
+    _judged_as_jsonschema_does(schema, ok, bad, semantics)
 
 
 def _typed_discriminated(n: int, inner: Any) -> dict[str, Any]:
@@ -139,17 +144,11 @@ def test_a_branch_with_no_type_left_builds_nothing(semantics: str,
     monkeypatch.setattr(ConditionalsMixin, "conditional", conditional)
     schema_to_ir(schema, CompileOptions(semantics=semantics))
     assert seen and [] not in seen
-    validator = jsonschema.Draft202012Validator(schema)
     ok = ['{"name":"k0","arg":{"name":"k4","arg":{"name":"k2","arg":"x"}}}', '{"name":"k3"}',
           '{"name":"k1","arg":{"name":"k1"}}']
     bad = ['{"name":"k5"}', '{"name":"k0","arg":{"name":"k4","arg":{"name":"k2","arg":1}}}',
            '{"name":"k0","arg":"x"}', '{"arg":{"name":"k1"}}', '"k0"', "{}"]
-    for text in ok:
-        assert validator.is_valid(json.loads(text)), text
-        assert accepts(schema, text, semantics), (semantics, text)
-    for text in bad:
-        assert not validator.is_valid(json.loads(text)), text
-        assert not accepts(schema, text, semantics), (semantics, text)
+    _judged_as_jsonschema_does(schema, ok, bad, semantics)
 
 
 def test_exact_admits_undeclared_keys_where_json_schema_does() -> None:
