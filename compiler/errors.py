@@ -161,6 +161,12 @@ class UnspellableGrammar(MaskcError):
         self.example = example
 
 
+def _number(x: float) -> str:
+    """A limit or a count as a user types it: whole numbers in full (``2000000``, not
+    ``2e+06``, which a ``--max-states`` does not take), others in short (``0.05``)."""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
 class LimitExceeded(MaskcError):
     """A compile limit (states, artifact bytes, seconds) was exceeded; ``pointer`` says
     where in a schema, when known."""
@@ -169,10 +175,10 @@ class LimitExceeded(MaskcError):
 
     def __init__(self, what: str, *, limit: float, got: float | None = None, pointer: str = "",
                  hint: str | None = None) -> None:
-        got_s = f" (got {got:g})" if got is not None else ""
+        got_s = f" (got {_number(got)})" if got is not None else ""
         loc = f" (at {pointer})" if pointer else ""
         super().__init__(
-            f"{what} exceeds the limit of {limit:g}{got_s}{loc}",
+            f"{what} exceeds the limit of {_number(limit)}{got_s}{loc}",
             hint=hint or "simplify the schema (smaller maxLength/maxItems, fewer alternatives) "
             f"or raise {self.raise_with}",
         )

@@ -183,6 +183,18 @@ def test_state_limit_is_a_clear_error(byte_vocab: Vocabulary, monkeypatch: pytes
         maskc.compile_json_schema({"type": "string", "maxLength": 5000}, byte_vocab, options=CompileOptions(limits=Limits(max_states=1000)))
 
 
+def test_limits_are_written_as_a_user_types_them() -> None:
+    # whole numbers in full (a --max-states takes 2000000, not 2e+06), others in short
+    from maskc.compiler.errors import StateLimitExceeded, TimeLimitExceeded
+
+    e = StateLimitExceeded("NFA states", limit=2_000_000, got=51_000_300.0, pointer="/a")
+    assert e.message == "NFA states exceeds the limit of 2000000 (got 51000300) (at /a)"
+    short = TimeLimitExceeded("compile (s)", limit=0.05)
+    assert short.message == "compile (s) exceeds the limit of 0.05"
+    slow = TimeLimitExceeded("compile time (s)", limit=300.0, got=300.5)
+    assert "limit of 300 (got 300.5)" in slow.message
+
+
 def test_time_limit_is_enforced_in_every_stage(byte_vocab: Vocabulary, monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
