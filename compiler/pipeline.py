@@ -504,17 +504,20 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
     # Otherwise the refusal stands. Each form's front end is shared by the input's
     # tokenizers as its own grammar is (a refusal is not built again).
     Form = Callable[[CompileOptions], tuple[Grammar, list[dict[str, str]]]]
-    forms: list[tuple[str, Form, Callable[[ResolvedRules], bool]]] = []
+    # (name, what it is in a refusal's hint, its front end, whether its rules differ)
+    forms: list[tuple[str, str, Form, Callable[[ResolvedRules], bool]]] = []
     if fe.shared_grammar is not None:
         make_shared = fe.shared_grammar
-        forms.append(("shared", lambda o: make_shared(source, o), lambda rules: bool(rules.sized)))
+        forms.append(("shared", "each $ref target used more than once as a called rule",
+                      lambda o: make_shared(source, o), lambda rules: bool(rules.sized)))
     if fe.bounded_grammar is not None and with_rules:
         make_bounded = fe.bounded_grammar
-        forms.append(("bounded", lambda o: make_bounded(source, o, why),
+        bounded = f"free-form values nested at most {ONEOF_ANY_DEPTH} levels deep (a restriction)"
+        forms.append(("bounded", bounded, lambda o: make_bounded(source, o, why),
                       lambda rules: rules.regular))
     tried: list[str] = []  # the forms compiled, each with why it failed
     try:
-        for form, make, applies in forms:
+        for form, label, make, applies in forms:
             left = deadline - time.monotonic()  # (a form's front end runs in the compile's time)
             if left <= 0:
                 break
@@ -536,18 +539,11 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
                                        not_enforced=other_not_enforced, progress=progress,
                                        timings=t, deadline=deadline, shared=other_shared)
             except MaskcError as e:
-                tried.append(f"{_FORMS[form]} ({e.message})")
+                tried.append(f"{label} ({e.message})")
                 continue
         raise _with_tries(refused, tried) from None
     finally:
         del refused  # (no cycle through this frame)
-
-
-_FORMS = {
-    "shared": "each $ref target used more than once as a called rule",
-    "bounded": f"free-form values nested at most {ONEOF_ANY_DEPTH} levels deep (a restriction)",
-}
-"""What each form of a grammar tried after a state limit is, in a refusal's hint."""
 
 
 def _with_tries(error: MaskcError, tried: list[str]) -> MaskcError:
