@@ -342,6 +342,35 @@ def counted_copies(item: Node, lo: int, hi: int | None, horizon: int, *, max_sta
     return None if plan is None else (sum(1 if kind == "loop" else n for kind, n in plan), d.num_states)
 
 
+def holds_counted_loop(node: Node, horizon: int, budget: int = 10_000) -> bool:
+    """Whether a counted lowering of ``node`` alone (for tokens of at most ``horizon``
+    bytes) would make one of its bounded repeats a counted loop: one whose bounds are far
+    enough apart (a ``maxLength: 5000`` string). Such a node compiles alone with a loop,
+    but as the item of another count it is copied whole at each position, since a counted
+    loop holds no other (:func:`counted_copies` builds the item's DFA with its repeats
+    unrolled). Repeats inside a :class:`Product` (always unrolled) are not read; False once
+    ``budget`` distinct nodes are read without finding one."""
+    seen: set[int] = set()
+    stack = [node]
+    while stack and len(seen) < budget:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if isinstance(n, Repeat):
+            if (_loop_plan(n.min, n.max, _widest_gap(n.item, horizon)) is not None
+                    and not _has_ref(n.item)):
+                return True
+            stack.append(n.item)
+        elif isinstance(n, (Seq, Alt)):
+            stack.extend(n.items)
+        elif isinstance(n, Fields):
+            stack.extend(x for x, _ in n.items)
+            ends = (n.first, n.sep, n.close_nonempty, n.close_empty, n.rest)
+            stack.extend(x for x in ends if x is not None)
+    return False
+
+
 def _widest_gap(item: Node, horizon: int) -> int:
     """The gap :func:`_count_plan` keeps between a loop and a bound (finishing room aside)
     for items of :func:`min_bytes` bytes ending on one of :func:`last_bytes`: where no loop

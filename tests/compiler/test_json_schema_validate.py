@@ -222,6 +222,28 @@ def test_max_items_over_long_items_counts() -> None:
     assert not accepts(schema, "[" + ",".join([one] * 101) + "]")
 
 
+def test_a_count_over_items_with_counted_loops_of_their_own_says_loops_do_not_nest(
+        byte_vocab: Vocabulary) -> None:
+    # The item compiles alone (its maxLength a counted loop, a few hundred states); as the
+    # item of maxItems it is copied whole with that string unrolled. The hint says so, and
+    # does not claim that the item alone is over the budget.
+    item = {"type": "object", "properties": {"text": {"type": "string", "maxLength": 5000}},
+            "required": ["text"], "additionalProperties": False}
+    alone = maskc.compile_json_schema(item, byte_vocab)
+    assert alone.num_states < 1000
+    with pytest.raises(StateLimitExceeded) as e:
+        schema_to_ir({"type": "array", "items": item, "maxItems": 100}, CompileOptions())
+    hint = e.value.hint or ""
+    assert "a counted loop holds no other" in hint and "lower the item's own bound" in hint
+    assert "item alone is over" not in hint and "--max-states to" not in hint
+    # an item whose repeats are all short (copied alone too) keeps the budget hint
+    short = {"type": "array", "items": {"type": "string", "maxLength": 60}, "maxItems": 50}
+    with pytest.raises(StateLimitExceeded) as e:
+        schema_to_ir(short, CompileOptions(limits=Limits(max_states=2000)))
+    hint = e.value.hint or ""
+    assert "a counted loop holds no other" not in hint and "--max-states to" in hint
+
+
 def test_limits_are_part_of_the_options_and_the_artifact(byte_vocab: Vocabulary) -> None:
     small = maskc.Limits(max_states=5000, max_seconds=60)
     art = maskc.compile_json_schema({"type": "boolean"}, byte_vocab,

@@ -283,7 +283,8 @@ class ArraysMixin(Base):
                         f"{kw} {hi if hi is not None else lo} counts items of {each} states each; the "
                         f"repeat (at most a quarter of max_states {max_states})", limit=max_states // 4,
                         got=size * counted, pointer=_ptr(pointer, kw),
-                        hint=_budget_hint(size, cap, counted, max_states)
+                        hint=_budget_hint(size, cap, counted, max_states, nested=not self.with_rules
+                                          and _holds_counted_loop(tail))
                         + f", lower {kw}, or compile with --lenient to drop the bound (recorded as not enforced)",
                     )
                 self.unsupported(kw, _ptr(pointer, kw), f"{need}, over a quarter of max_states ({max_states})")
@@ -411,8 +412,23 @@ def _counted_copies(unit: Node, lo: int, hi: int | None, fixed: int, max_states:
         return None
 
 
-def _budget_hint(size: int, cap: int, counted: int, max_states: int) -> str:
-    """What budget would count ``counted`` items of ``size`` states (``size > cap``: over ``cap``)."""
+def _holds_counted_loop(item: Node) -> bool:
+    from maskc.compiler.nfa import holds_counted_loop
+
+    return holds_counted_loop(item, ASSUMED_HORIZON)
+
+
+def _budget_hint(size: int, cap: int, counted: int, max_states: int, *,
+                 nested: bool = False) -> str:
+    """What budget would count ``counted`` items of ``size`` states (``size > cap``: over
+    ``cap``). ``nested``: the item holds a counted loop of its own, so ``size`` is its states
+    with that loop unrolled, not what the item takes alone."""
+    if nested:
+        states = f"over {cap}" if size > cap else f"~{size}"
+        return ("the item holds a bounded repeat of its own (a maxLength, maxItems or {m,n} with "
+                "bounds far apart): alone it compiles as a counted loop, but a counted loop holds "
+                "no other, so this count copies the item whole with that repeat unrolled "
+                f"({states} states): lower the item's own bound")
     if size > cap >= max_states:
         return f"the item alone is over max_states ({max_states}): simplify the item"
     need = (f"{4 * size * counted} or more" if size <= cap
