@@ -422,17 +422,20 @@ def _budget_hint(size: int, cap: int, counted: int, max_states: int, *,
                  nested: bool = False) -> str:
     """What budget would count ``counted`` items of ``size`` states (``size > cap``: over
     ``cap``). ``nested``: the item holds a counted loop of its own, so ``size`` is its states
-    with that loop unrolled, not what the item takes alone."""
+    with that loop unrolled, not what the item takes alone: lowering that repeat's bound comes
+    first, and a budget is offered only where the unrolled item fits ``max_states``."""
+    over = size > cap >= max_states  # the item, as copied, is over the whole budget
+    need = None if over else (f"{4 * size * counted} or more" if size <= cap
+                              else f"over {4 * cap * counted} (the item is over {cap} states)")
     if nested:
         states = f"over {cap}" if size > cap else f"~{size}"
         return ("the item holds a bounded repeat of its own (a maxLength, maxItems or {m,n} with "
                 "bounds far apart): alone it compiles as a counted loop, but a counted loop holds "
                 "no other, so this count copies the item whole with that repeat unrolled "
-                f"({states} states): lower the item's own bound")
-    if size > cap >= max_states:
+                f"({states} states): lower the item's own bound"
+                + (f", raise --max-states to {need}" if need is not None else ""))
+    if need is None:
         return f"the item alone is over max_states ({max_states}): simplify the item"
-    need = (f"{4 * size * counted} or more" if size <= cap
-            else f"over {4 * cap * counted} (the item is over {cap} states)")
     return f"a counted repeat may take a quarter of max_states ({max_states}): raise --max-states to {need}"
 
 
