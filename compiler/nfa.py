@@ -342,14 +342,17 @@ def counted_copies(item: Node, lo: int, hi: int | None, horizon: int, *, max_sta
     return None if plan is None else (sum(1 if kind == "loop" else n for kind, n in plan), d.num_states)
 
 
-def holds_counted_loop(node: Node, horizon: int, budget: int = 10_000) -> bool:
+def holds_counted_loop(node: Node, horizon: int, budget: int = 10_000,
+                       item_states: int = 10_000) -> bool:
     """Whether a counted lowering of ``node`` alone (for tokens of at most ``horizon``
     bytes) would make one of its bounded repeats a counted loop: one whose bounds are far
-    enough apart (a ``maxLength: 5000`` string). Such a node compiles alone with a loop,
-    but as the item of another count it is copied whole at each position, since a counted
-    loop holds no other (:func:`counted_copies` builds the item's DFA with its repeats
-    unrolled). Repeats inside a :class:`Product` (always unrolled) are not read; False once
-    ``budget`` distinct nodes are read without finding one."""
+    enough apart, over a prefix-free item (a ``maxLength: 5000`` string), as
+    :func:`counted_copies` plans it (an item over ``item_states`` states is taken as not
+    counted). Such a node compiles alone with a loop, but as the item of another count it
+    is copied whole at each position, since a counted loop holds no other (the outer count
+    builds its item's DFA with the repeats unrolled). Repeats inside a :class:`Product`
+    (always unrolled) are not read; False once ``budget`` distinct nodes are read without
+    finding one."""
     seen: set[int] = set()
     stack = [node]
     while stack and len(seen) < budget:
@@ -358,9 +361,12 @@ def holds_counted_loop(node: Node, horizon: int, budget: int = 10_000) -> bool:
             continue
         seen.add(id(n))
         if isinstance(n, Repeat):
-            if (_loop_plan(n.min, n.max, _widest_gap(n.item, horizon)) is not None
-                    and not _has_ref(n.item)):
-                return True
+            try:
+                if counted_copies(n.item, n.min, n.max, horizon, max_states=item_states,
+                                  deadline=None) is not None:
+                    return True
+            except StateLimitExceeded:
+                pass
             stack.append(n.item)
         elif isinstance(n, (Seq, Alt)):
             stack.extend(n.items)

@@ -455,3 +455,27 @@ def test_an_item_past_the_state_budget_reports_the_budget_set(limit: int, toy_vo
     with pytest.raises(StateLimitExceeded) as err:
         maskc.compile_json_schema(schema, toy_vocab, options=opts)
     assert err.value.limit == limit and f"limit of {limit}" in str(err.value)
+
+
+@pytest.mark.parametrize(("name", "counted"), [
+    ("long run of a two-byte item", True),
+    ("item not prefix-free", False),
+    ("bounds within a token's reach", False),
+    ("long run inside a sequence", True),
+])
+def test_holds_counted_loop_says_what_the_lowering_does(name: str, counted: bool) -> None:
+    # what a refusal's hint claims of an item ("alone it compiles as a counted loop") is
+    # what compiling the item alone with the same horizon builds
+    from maskc.compiler.ir import alt, lit, rep, seq
+    from maskc.compiler.nfa import holds_counted_loop
+    from maskc.compiler.options import CompileOptions
+
+    node = {
+        "long run of a two-byte item": rep(lit("ab"), 0, 5000),
+        "item not prefix-free": rep(alt(lit("a"), lit("ab")), 0, 5000),
+        "bounds within a token's reach": rep(lit("ab"), 0, 50),
+        "long run inside a sequence": seq(lit("["), rep(lit("xy"), 10, 3000), lit("]")),
+    }[name]
+    built = pipeline.grammar_dfa(node, CompileOptions(), horizon=64)
+    assert (built.counters is not None) is counted
+    assert holds_counted_loop(node, 64) is counted
