@@ -21,7 +21,8 @@ import time
 
 from maskc.compiler.errors import StateLimitExceeded, TimeLimitExceeded
 from maskc.compiler.errors import GrammarError
-from maskc.compiler.ir import Alt, Automaton, ByteSet, Fields, Node, Product, Repeat, RuleRef, Seq
+from maskc.compiler.ir import (Alt, Automaton, ByteSet, Fields, Node, Product, Repeat, RuleRef, Seq,
+                               children)
 
 if TYPE_CHECKING:  # dfa.py imports this module
     from maskc.compiler.dfa import Dfa
@@ -367,13 +368,8 @@ def holds_counted_loop(node: Node, horizon: int, budget: int = 10_000,
                     return True
             except StateLimitExceeded:
                 pass
-            stack.append(n.item)
-        elif isinstance(n, (Seq, Alt)):
-            stack.extend(n.items)
-        elif isinstance(n, Fields):
-            stack.extend(x for x, _ in n.items)
-            ends = (n.first, n.sep, n.close_nonempty, n.close_empty, n.rest)
-            stack.extend(x for x in ends if x is not None)
+        if not isinstance(n, Product):
+            stack.extend(children(n))
     return False
 
 
