@@ -33,6 +33,9 @@ ids, whatever numpy does) where a dense row is a view of the file: the store giv
 twice a long list's bytes (on a MaskBench sample: 5% more in all, the median artifact 15%)
 for the fastest first mask."""
 DELTA_WINDOW = 16
+SPARSE_WORDS = 8
+"""A mask with nonzero words in at most ``1 / SPARSE_WORDS`` of its row is compared with a
+delta base's words at those places alone."""
 REUSE_LIMIT = 4096  # a store given to a builder with up to this many masks is searched for each new one
 
 
@@ -45,6 +48,21 @@ def unpack_bool(row: NDArray[np.generic], vocab_size: int) -> NDArray[np.bool_]:
     """An int32 bitmask row (or its uint32/uint64 view) -> boolean mask of width ``vocab_size``."""
     bits = np.unpackbits(np.ascontiguousarray(row).view(np.uint8), bitorder="little")
     return bits[:vocab_size].astype(np.bool_)
+
+
+def _set_bits(words: NDArray[np.uint64], count: int, width: int) -> NDArray[np.int32]:
+    """The positions of the ``count`` set bits of a packed row of ``width`` bits (bit ``i % 64``
+    of word ``i // 64``), in order: a few read from their words alone, many from the row."""
+    if count > _FEW_BITS:
+        return np.flatnonzero(unpack_bool(words, width)).astype(np.int32)
+    at = np.flatnonzero(words)
+    bit = np.flatnonzero(np.unpackbits(words[at].view(np.uint8), bitorder="little"))
+    out: NDArray[np.int32] = (at[bit >> 6] * 64 + (bit & 63)).astype(np.int32)
+    return out
+
+
+_FEW_BITS = 64
+"""Up to this many set bits, :func:`_set_bits` reads them from their words alone."""
 
 
 def pack_bool(mask: NDArray[np.bool_]) -> NDArray[np.int32]:
@@ -146,6 +164,7 @@ class MaskStoreBuilder:
         # The last DELTA_WINDOW masks (delta bases): packed rows in a ring, oldest at _next.
         self._ring = np.zeros((DELTA_WINDOW, (bitmask_words(vocab_size) + 1) // 2), dtype=np.uint64)
         self._ring_id = [-1] * DELTA_WINDOW
+        self._ring_pop = [0] * DELTA_WINDOW  # the allowed tokens of each
         self._next = 0
         self._store = store
         self._base_rows: dict[int, NDArray[np.uint64]] = {}
@@ -181,43 +200,83 @@ class MaskStoreBuilder:
         if m is not None:
             return m
         words = row.shape[0]
-        n_allow = int(np.count_nonzero(mask))
+        as64 = self._wide(row)
+        n_allow = int(np.bitwise_count(as64).sum())
         n_reject = self.vocab_size - n_allow
         longest = words // LIST_FRACTION
         if n_allow <= min(n_reject, longest):
-            kind, data = KIND_ALLOW, np.flatnonzero(mask).astype(np.int32)
+            kind, size = KIND_ALLOW, n_allow
         elif n_reject <= longest:
-            kind, data = KIND_REJECT, np.flatnonzero(~mask).astype(np.int32)
+            kind, size = KIND_REJECT, n_reject
         else:
-            kind, data = KIND_DENSE, row
+            kind, size = KIND_DENSE, words
         depth = 0
-        # Delta form: masks of neighbouring states (counted runs) differ in a few tokens.
-        as64 = self._wide(row)
-        slots = [(self._next + i) % DELTA_WINDOW for i in range(DELTA_WINDOW)]  # oldest first
-        slots = [sl for sl in slots if self._ring_id[sl] >= 0 and self._depth[self._ring_id[sl]] < MAX_DELTA_DEPTH]
-        ids = [self._ring_id[sl] for sl in slots]
-        bases = self._ring[slots]
+        chain = 0
+        flips: NDArray[np.int32] | None = None
+        # Delta form: masks of neighbouring states (counted runs) differ in a few tokens. A
+        # candidate base whose count of allowed tokens differs by d differs in d bits at
+        # least: where that bound already rules a delta on it out (larger than the mask's own
+        # form, or over the chain's flips) and it is not equal, its bits are not compared.
+        ids: list[int] = []
+        pops: list[int] = []
+        brow: NDArray[np.uint64] | None = None
         if base is not None and self._store is not None and self._depth[base] < MAX_DELTA_DEPTH:
             brow = self._base_rows.get(base)
             if brow is None:
                 brow = self._base_rows[base] = self._wide(self._store.dense_row(base))
-            ids.insert(0, base)
-            bases = np.concatenate([brow[None, :], bases])
-        chain = 0
+            pop = int(np.bitwise_count(brow).sum())
+            if self._may_base(base, pop, n_allow, size):
+                ids.append(base)
+                pops.append(pop)
+            else:
+                brow = None
+        ring_ids, ring_pop = self._ring_id, self._ring_pop
+        order = ((self._next + i) % DELTA_WINDOW for i in range(DELTA_WINDOW))  # oldest first
+        slots = [sl for sl in order
+                 if ring_ids[sl] >= 0 and self._depth[ring_ids[sl]] < MAX_DELTA_DEPTH
+                 and self._may_base(ring_ids[sl], ring_pop[sl], n_allow, size)]
+        if slots:
+            ids += [ring_ids[sl] for sl in slots]
+            pops += [ring_pop[sl] for sl in slots]
         if ids:
-            diffs = np.bitwise_count(bases ^ as64[None, :]).sum(axis=1, dtype=np.int64)
+            # The bits two masks differ in are their counts less twice the bits they share,
+            # and the bits they share lie in this mask's nonzero words: for a sparse mask,
+            # only those words of each candidate are read.
+            at = np.flatnonzero(as64)
+            if at.shape[0] * SPARSE_WORDS <= as64.shape[0]:
+                cols = self._ring[np.asarray(slots, dtype=np.int64)[:, None], at[None, :]]
+                if brow is not None:
+                    cols = np.concatenate([brow[None, at], cols])
+                shared = np.bitwise_count(cols & as64[at]).sum(axis=1, dtype=np.int64)
+                diffs = np.asarray(pops, dtype=np.int64) + n_allow - 2 * shared
+            else:
+                bases = self._ring[slots]
+                if brow is not None:
+                    bases = np.concatenate([brow[None, :], bases])
+                diffs = np.bitwise_count(bases ^ as64[None, :]).sum(axis=1, dtype=np.int64)
             j = int(np.argmin(diffs))  # the first of the closest: the base given, else the oldest
             if int(diffs[j]) == 0:
                 return ids[j]  # (a base the index does not hold: a large store's)
             # a delta must be smaller than the mask's own form and keep its chain's flips bounded
             chains = np.asarray([self._flips[i] for i in ids], dtype=np.int64)
-            fits = (diffs + 1 < data.shape[0]) & (chains + diffs <= MAX_CHAIN_FLIPS)
+            fits = (diffs + 1 < size) & (chains + diffs <= MAX_CHAIN_FLIPS)
             if fits.any():
                 j = int(np.argmin(np.where(fits, diffs, np.iinfo(np.int64).max)))  # (the first of the closest)
-                flips = np.flatnonzero(unpack_bool(bases[j], self.vocab_size) != mask).astype(np.int32)
-                kind, data = KIND_DELTA, np.concatenate([np.array([ids[j]], dtype=np.int32), flips])
+                if brow is not None and j == 0:
+                    near = brow
+                else:
+                    near = self._ring[slots[j - (brow is not None)]]
+                flips = _set_bits(near ^ as64, int(diffs[j]), self.vocab_size)
                 depth = self._depth[ids[j]] + 1
                 chain = self._flips[ids[j]] + flips.shape[0]
+        if flips is not None:
+            kind, data = KIND_DELTA, np.concatenate([np.array([ids[j]], dtype=np.int32), flips])
+        elif kind == KIND_ALLOW:
+            data = _set_bits(as64, n_allow, self.vocab_size)
+        elif kind == KIND_REJECT:
+            data = np.flatnonzero(~mask).astype(np.int32)
+        else:
+            data = row
         m = len(self._kinds)
         self._index[key] = m
         self._kinds.append(kind)
@@ -226,8 +285,16 @@ class MaskStoreBuilder:
         self._flips.append(chain)
         self._ring[self._next] = as64
         self._ring_id[self._next] = m
+        self._ring_pop[self._next] = n_allow
         self._next = (self._next + 1) % DELTA_WINDOW
         return m
+
+    def _may_base(self, m: int, count: int, n_allow: int, size: int) -> bool:
+        """Whether mask ``m``, which allows ``count`` tokens, may be the base of a delta of a
+        mask that allows ``n_allow`` and whose own form has ``size`` entries: equal to it, or
+        not ruled out by the bits they differ in at least."""
+        least = abs(count - n_allow)
+        return not least or (least + 1 < size and self._flips[m] + least <= MAX_CHAIN_FLIPS)
 
     def build(self) -> MaskStore:
         offsets = np.zeros(len(self._data) + 1, dtype=np.int64)
