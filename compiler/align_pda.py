@@ -441,9 +441,14 @@ def align_pda(
     deadline: float | None = None,
     inline_depth: int = INLINE_DEPTH,
     max_states: int = 200_000,
+    add_packed: Callable[[NDArray[np.uint8]], int] | None = None,
 ) -> PdaMasks:
     """Accepted and uncertain token masks of every state of ``pda`` (EOS excluded: the
     runtime allows it where the whole stack can finish).
+
+    ``add_packed``: what ``add_mask`` does, for a mask packed as ``np.packbits(mask,
+    bitorder="little")`` (:meth:`MaskStoreBuilder.add_packed`): the masks are held packed,
+    and are then added without unpacking them.
 
     Raises:
         TimeLimitExceeded: ``deadline`` passed.
@@ -482,7 +487,7 @@ def align_pda(
     mask_ids: dict[bytes, int] = {}
 
     def collect(mask: NDArray[np.bool_]) -> int:
-        packed = np.packbits(mask)
+        packed = np.packbits(mask, bitorder="little")
         j = mask_ids.setdefault(packed.tobytes(), len(masks))
         if j == len(masks):
             masks.append(packed)
@@ -537,7 +542,9 @@ def align_pda(
     empty = np.zeros((vocab + 7) // 8, dtype=np.uint8)
 
     def add(packed: NDArray[np.uint8]) -> int:
-        return add_mask(np.unpackbits(packed, count=vocab).view(np.bool_))
+        if add_packed is not None:
+            return add_packed(packed)
+        return add_mask(np.unpackbits(packed, count=vocab, bitorder="little").view(np.bool_))
 
     accepted = np.empty(pda.num_states, dtype=np.int32)
     flat = np.empty(pda.num_states, dtype=np.int32)

@@ -194,7 +194,24 @@ class MaskStoreBuilder:
         ``DELTA_WINDOW`` masks added."""
         if mask.shape != (self.vocab_size,):
             raise ValueError(f"mask width {mask.shape} != vocab_size {self.vocab_size}")
-        row = pack_bool(mask)
+        return self._add_row(pack_bool(mask), base, mask)
+
+    def add_packed(self, bits: NDArray[np.uint8], base: int | None = None) -> int:
+        """:meth:`add` of a mask packed as ``np.packbits(mask, bitorder="little")`` (token
+        ``i`` is bit ``i % 8`` of byte ``i // 8``, the bits past ``vocab_size`` clear): a mask
+        that arrives packed is neither unpacked nor packed again."""
+        words = bitmask_words(self.vocab_size)
+        size = (self.vocab_size + 7) // 8
+        if bits.dtype != np.uint8 or bits.shape != (size,):
+            raise ValueError(f"packed mask {bits.dtype}{list(bits.shape)} != uint8[{size}]")
+        padded = np.zeros(words * 4, dtype=np.uint8)
+        padded[: bits.shape[0]] = bits
+        return self._add_row(padded.view("<i4").astype(np.int32, copy=False), base, None)
+
+    def _add_row(self, row: NDArray[np.int32], base: int | None,
+                 mask: NDArray[np.bool_] | None) -> int:
+        """:meth:`add` of the mask whose packed row is ``row`` (``mask`` itself where the
+        caller has it)."""
         key = row.tobytes()
         m = self._index.get(key)
         if m is not None:
@@ -274,7 +291,8 @@ class MaskStoreBuilder:
         elif kind == KIND_ALLOW:
             data = _set_bits(as64, n_allow, self.vocab_size)
         elif kind == KIND_REJECT:
-            data = np.flatnonzero(~mask).astype(np.int32)
+            bits = unpack_bool(row, self.vocab_size) if mask is None else mask
+            data = np.flatnonzero(~bits).astype(np.int32)
         else:
             data = row
         m = len(self._kinds)

@@ -209,3 +209,29 @@ def test_a_sparse_mask_given_a_base_of_the_store_is_its_delta() -> None:
     assert more.add(other.copy(), a) == b  # an equal mask of the store keeps its id
     for mm, x in ((m, near), (m2, far)):
         assert np.array_equal(unpack_bool(grown2.dense_row(mm), V), x)
+
+
+@pytest.mark.parametrize("width", [V, 1003, 129_281])
+def test_a_packed_mask_is_added_as_its_unpacked_mask_is(width: int) -> None:
+    """``add_packed`` (little-endian bits, as the pushdown alignment holds its masks) builds
+    the store ``add`` builds from the same masks, whatever the width's last byte holds."""
+    rng = np.random.default_rng(width)
+    masks = []
+    for density in (0.0005, 0.01, 0.5, 0.99, 0.9995):
+        x = rng.random(width) < density
+        masks += [x, _flip_some(x, 3, rng), x.copy()]
+    plain, packed = MaskStoreBuilder(width), MaskStoreBuilder(width)
+    ids = [plain.add(x) for x in masks]
+    assert [packed.add_packed(np.packbits(x, bitorder="little")) for x in masks] == ids
+    a, b = plain.build(), packed.build()
+    assert a.kinds.tolist() == b.kinds.tolist() and a.offsets.tolist() == b.offsets.tolist()
+    assert np.array_equal(a.data, b.data)
+    assert {int(k) for k in a.kinds} >= {KIND_ALLOW, KIND_REJECT, KIND_DENSE, KIND_DELTA}
+    with pytest.raises(ValueError, match="packed mask"):
+        packed.add_packed(np.packbits(masks[0])[:-1])
+
+
+def _flip_some(mask: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    out = mask.copy()
+    out[rng.choice(mask.shape[0], n, replace=False)] ^= True
+    return out
