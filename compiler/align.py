@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 
 from maskc.compiler.dfa import Dfa, sorted_unique
 from maskc.compiler.errors import TimeLimitExceeded
-from maskc.compiler.minimize import refine
+from maskc.compiler.minimize import refine, refine_pair
 from maskc.compiler.trie import (ClassTrie, PairMemo, TokenTrie, build_trie, byte_class_trie, class_trie, first_node,
                                  loop_region, sink_table, walk_dense, walk_loops, walk_memo, walk_sparse)
 
@@ -640,14 +640,21 @@ def align(
     acc = dfa.accepting.astype(np.int64)
     # Masks of short tokens depend on the first SHORT_TOKEN bytes of the future only;
     # long tokens (few) on up to max_len bytes: two partitions, the finer one drives.
-    block_s = refine(dfa.trans, acc, max_rounds=SHORT_TOKEN, deadline=deadline) if short_blocks is None else \
-        np.unique(short_blocks, return_inverse=True)[1].astype(np.int64).reshape(-1)
-    if not long_.token_ids.size:
-        block = block_s
-    elif free_order:  # the same partition, refined on from the short one (numbered otherwise)
-        block = refine(dfa.trans, block_s, max_rounds=max(SHORT_TOKEN, table.max_len) - SHORT_TOKEN, deadline=deadline)
+    long_rounds = max(SHORT_TOKEN, table.max_len)
+    if short_blocks is None and long_.token_ids.size and not free_order:  # one run of rounds
+        block_s, block = refine_pair(dfa.trans, acc, SHORT_TOKEN, long_rounds, deadline=deadline)
     else:
-        block = refine(dfa.trans, acc, max_rounds=max(SHORT_TOKEN, table.max_len), deadline=deadline)
+        if short_blocks is None:
+            block_s = refine(dfa.trans, acc, max_rounds=SHORT_TOKEN, deadline=deadline)
+        else:
+            block_s = np.unique(short_blocks, return_inverse=True)[1].astype(np.int64).reshape(-1)
+        if not long_.token_ids.size:
+            block = block_s
+        elif free_order:  # the same partition, refined on from the short one (numbered otherwise)
+            block = refine(dfa.trans, block_s, max_rounds=long_rounds - SHORT_TOKEN,
+                           deadline=deadline)
+        else:
+            block = refine(dfa.trans, acc, max_rounds=long_rounds, deadline=deadline)
     flat_trans = sink_table(dfa.trans)
     eos = np.asarray(table.eos_ids, dtype=np.int64)
 

@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 from maskc.compiler.dfa import DEAD, SMALL_TABLE, Dfa, distinct_in_order, sorted_unique
 from maskc.compiler.errors import TimeLimitExceeded
 
-__all__ = ["minimize", "minimal_blocks", "refine", "canonical", "canonical_order"]
+__all__ = ["minimize", "minimal_blocks", "refine", "refine_pair", "canonical", "canonical_order"]
 
 
 _RNG = np.random.default_rng(0x6D61736B63)
@@ -140,7 +140,8 @@ def _sparse_hashes(dirty: NDArray[Any], out: NDArray[np.int64], live_tgt: NDArra
 
 
 def _incremental_rounds(
-    trans: NDArray[np.int32], init: NDArray[np.int64], max_rounds: int | None, deadline: float | None
+    trans: NDArray[np.int32], init: NDArray[np.int64], max_rounds: int | None,
+    deadline: float | None, *, early: list[NDArray[np.int64]] | None = None, early_at: int = 0,
 ) -> tuple[NDArray[np.int64], bool]:
     """Moore rounds that re-examine only the states whose successors changed block.
 
@@ -152,10 +153,13 @@ def _incremental_rounds(
     no match keeps one group (so a block that does not split never moves). A round costs
     the number of dirty states, not the automaton's size: long counted runs, which need
     as many rounds as they are long, refine in time near their size. Returns (blocks,
-    whether stable); ids are dense.
+    whether stable); ids are dense. ``early``: a list that gets the blocks after the first
+    ``early_at`` rounds, as a run of ``early_at`` rounds returns them.
     """
     n, c = trans.shape
     if not n:
+        if early is not None:
+            early.append(init.astype(np.int64).copy())
         return init.astype(np.int64).copy(), True
     ext = np.empty(n + 1, dtype=np.int64)  # the blocks, then -1 (a missing transition's)
     ext[n] = -1
@@ -200,7 +204,10 @@ def _incremental_rounds(
     dirty = np.arange(n, dtype=np.int64)
     rounds = 0
     stable = True
+    taken: NDArray[np.int64] | None = None  # the blocks after early_at rounds
     while dirty.size:
+        if early is not None and taken is None and rounds == early_at:
+            taken = block.copy()
         if max_rounds is not None and rounds >= max_rounds:
             stable = False
             break
@@ -266,9 +273,19 @@ def _incremental_rounds(
         pred = gather_rows(pstart, src, moved)
         dirty = sorted_unique(pred)
     if stable and not _is_congruence(block, init, out, live_col, live_tgt):  # a hash collision merged two rows
+        if early is not None:  # (a run of early_at rounds that stopped as stable would rerun too)
+            early.append(_dense(taken) if taken is not None
+                         else _rounds(trans, init, early_at, deadline)[0])
         return _rounds(trans, init, max_rounds, deadline)
-    dense = np.unique(block, return_inverse=True)[1]
-    return np.asarray(dense, dtype=np.int64).reshape(-1), stable
+    dense = _dense(block)
+    if early is not None:
+        early.append(_dense(taken) if taken is not None else dense)
+    return dense, stable
+
+
+def _dense(block: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Block ids renumbered densely, in the order of the ids."""
+    return np.asarray(np.unique(block, return_inverse=True)[1], dtype=np.int64).reshape(-1)
 
 
 SMALL_ROUND = 64
@@ -355,6 +372,20 @@ def refine(
     the result exact (an exact pass reruns otherwise).
     """
     return _refine(trans, initial, max_rounds, deadline)[0]
+
+
+def refine_pair(
+    trans: NDArray[np.int32], initial: NDArray[np.int64], first_rounds: int, max_rounds: int, *,
+    deadline: float | None = None,
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """``refine`` for ``first_rounds`` rounds and for ``max_rounds`` (not fewer), from one run
+    of rounds: the first is the run's partition after its first ``first_rounds`` rounds,
+    numbered as a run of that many rounds numbers it."""
+    init, _ = _row_ids(initial.reshape(-1, 1).astype(np.int64))
+    early: list[NDArray[np.int64]] = []
+    block, _ = _incremental_rounds(trans, init, max_rounds, deadline, early=early,
+                                   early_at=first_rounds)
+    return early[0], block
 
 
 def canonical(dfa: Dfa) -> Dfa:

@@ -784,3 +784,30 @@ def test_a_compile_refuses_an_operand_over_its_state_limit(byte_vocab: object) -
     for text, ok in [('"aaaaaaab"', True), ('"babbbbbb"', True), ('"abbbbbbb"', False), ('"aaaaaab"', False)]:
         m = art.matcher()
         assert (m.accept_string(text) and m.can_terminate()) == ok, text
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("collide", [False, True], ids=["hashed", "colliding"])
+@pytest.mark.parametrize("small", [0, 64], ids=["array-rounds", "small-rounds"])
+def test_a_pair_of_refinements_from_one_run_is_the_two_runs(
+        seed: int, collide: bool, small: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The short and long partitions of an alignment come from one run of rounds: the first
+    # is the run's blocks after its first rounds, numbered as a run of that many rounds
+    # numbers them, exactly (ids and all), whether the run stops first, stabilizes before
+    # them, or a collision makes it rerun exactly.
+    if collide:
+        monkeypatch.setattr(minimize_mod, "_MULT", np.ones_like(minimize_mod._MULT))
+    monkeypatch.setattr(minimize_mod, "SMALL_ROUND", small)
+    rng = random.Random(200 + seed)
+    stops = set()
+    for _ in range(60):
+        d = _random_dfa(rng, rng.randint(1, 40), rng.randint(1, 5), rng.choice([0.3, 0.6, 0.9]))
+        acc = d.accepting.astype(np.int64)
+        for first, last in ((0, 3), (1, 1), (1, 4), (2, 50), (3, 6)):
+            got_first, got_last = minimize_mod.refine_pair(d.trans, acc, first, last)
+            want_first = minimize_mod.refine(d.trans, acc, max_rounds=first)
+            want_last = minimize_mod.refine(d.trans, acc, max_rounds=last)
+            assert got_first.tolist() == want_first.tolist()
+            assert got_last.tolist() == want_last.tolist()
+            stops.add(len(set(want_first.tolist())) == len(set(want_last.tolist())))
+    assert stops == {False, True}  # runs refined past the first rounds, and runs stable by then
