@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 
 from maskc.artifacts.format import CTX_TENSORS
 from maskc.compiler.dfa import first_seen
-from maskc.compiler.maskstore import MaskStore, MaskStoreBuilder, unpack_bool
+from maskc.compiler.maskstore import MaskStore, MaskStoreBuilder
 from maskc.compiler.pda import Pda
 
 if TYPE_CHECKING:
@@ -195,7 +195,7 @@ def build_contexts(art: Artifact) -> tuple[MaskStore, ContextTable] | None:
     if not below:
         return None
     builder = MaskStoreBuilder(art.vocab_size, art.masks)
-    added = [builder.add(unpack_bool(row, art.vocab_size), base) for row, base in distinct]
+    added = [builder.add_row(row.view(np.int32), base) for row, base in distinct]  # (uint32 rows)
     ids = [added[j] for j in which]
     store = builder.build()
     # sorted by top state, then by the frames below (NONE_BELOW and ANY_BELOW first): the

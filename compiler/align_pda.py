@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 from maskc.compiler.align import SHORT_TOKEN, TokenTable, align
 from maskc.compiler.dfa import DEAD, Dfa, sorted_unique
 from maskc.compiler.errors import StateLimitExceeded, TimeLimitExceeded
+from maskc.compiler.maskstore import bitmask_words, pack_bool
 from maskc.compiler.minimize import refine
 from maskc.compiler.pda import LazyRows, Pda
 
@@ -436,19 +437,18 @@ def align_pda(
     pda: Pda,
     table: TokenTable,
     *,
-    add_mask: Callable[[NDArray[np.bool_]], int],
+    add_row: Callable[[NDArray[np.int32]], int],
     progress: Callable[[int, int], None] | None = None,
     deadline: float | None = None,
     inline_depth: int = INLINE_DEPTH,
     max_states: int = 200_000,
-    add_packed: Callable[[NDArray[np.uint8]], int] | None = None,
 ) -> PdaMasks:
     """Accepted and uncertain token masks of every state of ``pda`` (EOS excluded: the
     runtime allows it where the whole stack can finish).
 
-    ``add_packed``: what ``add_mask`` does, for a mask packed as ``np.packbits(mask,
-    bitorder="little")`` (:meth:`MaskStoreBuilder.add_packed`): the masks are held packed,
-    and are then added without unpacking them.
+    ``add_row(row)`` receives each distinct mask as its int32 bitmask row
+    (:meth:`MaskStoreBuilder.add_row`) and returns its id in the caller's store: the
+    alignment automata's masks are held packed, and added so.
 
     Raises:
         TimeLimitExceeded: ``deadline`` passed.
@@ -483,11 +483,11 @@ def align_pda(
     no_eos.__dict__["_class_tries"] = table.class_tries()
     # Packed and deduplicated: the three automata give thousands of masks on a large grammar,
     # mostly the same few hundred (o7578: 11,452 masks, 268 distinct).
-    masks: list[NDArray[np.uint8]] = []
+    masks: list[NDArray[np.int32]] = []
     mask_ids: dict[bytes, int] = {}
 
     def collect(mask: NDArray[np.bool_]) -> int:
-        packed = np.packbits(mask, bitorder="little")
+        packed = pack_bool(mask)
         j = mask_ids.setdefault(packed.tobytes(), len(masks))
         if j == len(masks):
             masks.append(packed)
@@ -538,14 +538,7 @@ def align_pda(
               if found[id(d)].size else np.full(seed.shape[0], -1, dtype=np.int32) for d, seed in parts]
     local_of, any_of = ids_of[0], ids_of[1]
     flat_of = local_of if flat_built is built else ids_of[2]
-    vocab = table.vocab_size
-    empty = np.zeros((vocab + 7) // 8, dtype=np.uint8)
-
-    def add(packed: NDArray[np.uint8]) -> int:
-        if add_packed is not None:
-            return add_packed(packed)
-        return add_mask(np.unpackbits(packed, count=vocab, bitorder="little").view(np.bool_))
-
+    empty = np.zeros(bitmask_words(table.vocab_size), dtype=np.int32)
     accepted = np.empty(pda.num_states, dtype=np.int32)
     flat = np.empty(pda.num_states, dtype=np.int32)
     uncertain = np.empty(pda.num_states, dtype=np.int32)
@@ -555,7 +548,7 @@ def align_pda(
         if got is None:
             loc = masks[lm] if lm >= 0 else empty
             fl = (masks[fm] if fm >= 0 else empty) & loc
-            got = (add(loc), add(fl), add(masks[am] & ~loc))
+            got = (add_row(loc), add_row(fl), add_row(masks[am] & ~loc))
             memo[(lm, fm, am)] = got
         accepted[q], flat[q], uncertain[q] = got
     return PdaMasks(accepted, flat, uncertain, k)

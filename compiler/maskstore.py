@@ -50,6 +50,10 @@ def unpack_bool(row: NDArray[np.generic], vocab_size: int) -> NDArray[np.bool_]:
     return bits[:vocab_size].astype(np.bool_)
 
 
+_FEW_BITS = 64
+"""Up to this many set bits, :func:`_set_bits` reads them from their words alone."""
+
+
 def _set_bits(words: NDArray[np.uint64], count: int, width: int) -> NDArray[np.int32]:
     """The positions of the ``count`` set bits of a packed row of ``width`` bits (bit ``i % 64``
     of word ``i // 64``), in order: a few read from their words alone, many from the row."""
@@ -59,10 +63,6 @@ def _set_bits(words: NDArray[np.uint64], count: int, width: int) -> NDArray[np.i
     bit = np.flatnonzero(np.unpackbits(words[at].view(np.uint8), bitorder="little"))
     out: NDArray[np.int32] = (at[bit >> 6] * 64 + (bit & 63)).astype(np.int32)
     return out
-
-
-_FEW_BITS = 64
-"""Up to this many set bits, :func:`_set_bits` reads them from their words alone."""
 
 
 def pack_bool(mask: NDArray[np.bool_]) -> NDArray[np.int32]:
@@ -167,7 +167,7 @@ class MaskStoreBuilder:
         self._ring_pop = [0] * DELTA_WINDOW  # the allowed tokens of each
         self._next = 0
         self._store = store
-        self._base_rows: dict[int, NDArray[np.uint64]] = {}
+        self._base_rows: dict[int, tuple[NDArray[np.uint64], int]] = {}  # a base's row, its count
         if store is not None:
             if store.vocab_size != vocab_size:
                 raise ValueError(f"store vocab_size {store.vocab_size} != {vocab_size}")
@@ -196,17 +196,17 @@ class MaskStoreBuilder:
             raise ValueError(f"mask width {mask.shape} != vocab_size {self.vocab_size}")
         return self._add_row(pack_bool(mask), base, mask)
 
-    def add_packed(self, bits: NDArray[np.uint8], base: int | None = None) -> int:
-        """:meth:`add` of a mask packed as ``np.packbits(mask, bitorder="little")`` (token
-        ``i`` is bit ``i % 8`` of byte ``i // 8``, the bits past ``vocab_size`` clear): a mask
-        that arrives packed is neither unpacked nor packed again."""
+    def add_row(self, row: NDArray[np.int32], base: int | None = None) -> int:
+        """:meth:`add` of a mask given as its int32 bitmask row (:func:`pack_bool`'s layout,
+        the bits past ``vocab_size`` clear): a mask that arrives packed is neither unpacked
+        nor packed again."""
         words = bitmask_words(self.vocab_size)
-        size = (self.vocab_size + 7) // 8
-        if bits.dtype != np.uint8 or bits.shape != (size,):
-            raise ValueError(f"packed mask {bits.dtype}{list(bits.shape)} != uint8[{size}]")
-        padded = np.zeros(words * 4, dtype=np.uint8)
-        padded[: bits.shape[0]] = bits
-        return self._add_row(padded.view("<i4").astype(np.int32, copy=False), base, None)
+        if row.dtype != np.int32 or row.shape != (words,):
+            raise ValueError(f"bitmask row {row.dtype}{list(row.shape)} != int32[{words}]")
+        tail = self.vocab_size % 32
+        if tail and (int(row[-1]) & 0xFFFFFFFF) >> tail:
+            raise ValueError(f"bitmask row has bits set past vocab_size {self.vocab_size}")
+        return self._add_row(row, base, None)
 
     def _add_row(self, row: NDArray[np.int32], base: int | None,
                  mask: NDArray[np.bool_] | None) -> int:
@@ -238,10 +238,11 @@ class MaskStoreBuilder:
         pops: list[int] = []
         brow: NDArray[np.uint64] | None = None
         if base is not None and self._store is not None and self._depth[base] < MAX_DELTA_DEPTH:
-            brow = self._base_rows.get(base)
-            if brow is None:
-                brow = self._base_rows[base] = self._wide(self._store.dense_row(base))
-            pop = int(np.bitwise_count(brow).sum())
+            got = self._base_rows.get(base)
+            if got is None:
+                wide = self._wide(self._store.dense_row(base))
+                got = self._base_rows[base] = (wide, int(np.bitwise_count(wide).sum()))
+            brow, pop = got
             if self._may_base(base, pop, n_allow, size):
                 ids.append(base)
                 pops.append(pop)

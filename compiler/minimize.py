@@ -353,10 +353,11 @@ _KEY = struct.Struct("qqq")  # native int64s: the byte order the array path's ro
 
 
 def _refine(
-    trans: NDArray[np.int32], initial: NDArray[np.int64], max_rounds: int | None, deadline: float | None
+    trans: NDArray[np.int32], initial: NDArray[np.int64], max_rounds: int | None,
+    deadline: float | None, *, early: list[NDArray[np.int64]] | None = None, early_at: int = 0,
 ) -> tuple[NDArray[np.int64], bool]:
     init, _ = _row_ids(initial.reshape(-1, 1).astype(np.int64))
-    return _incremental_rounds(trans, init, max_rounds, deadline)
+    return _incremental_rounds(trans, init, max_rounds, deadline, early=early, early_at=early_at)
 
 
 def refine(
@@ -381,10 +382,8 @@ def refine_pair(
     """``refine`` for ``first_rounds`` rounds and for ``max_rounds`` (not fewer), from one run
     of rounds: the first is the run's partition after its first ``first_rounds`` rounds,
     numbered as a run of that many rounds numbers it."""
-    init, _ = _row_ids(initial.reshape(-1, 1).astype(np.int64))
     early: list[NDArray[np.int64]] = []
-    block, _ = _incremental_rounds(trans, init, max_rounds, deadline, early=early,
-                                   early_at=first_rounds)
+    block, _ = _refine(trans, initial, max_rounds, deadline, early=early, early_at=first_rounds)
     return early[0], block
 
 

@@ -408,8 +408,8 @@ def compile_grammar(
             table = token_table(vocab)
             builder = MaskStoreBuilder(vocab.vocab_size)
             t1 = time.perf_counter()
-            masks = align_pda(pda, table, add_mask=builder.add, add_packed=builder.add_packed,
-                              progress=progress, deadline=deadline,
+            masks = align_pda(pda, table, add_row=builder.add_row, progress=progress,
+                              deadline=deadline,
                               max_states=options.limits.max_states)
         except TimeLimitExceeded as e:
             raise TimeLimitExceeded("compile time (s)", limit=options.limits.max_seconds, hint=e.hint) from None

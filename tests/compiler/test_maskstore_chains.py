@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from maskc.compiler.maskstore import (KIND_ALLOW, KIND_DELTA, KIND_DENSE, KIND_REJECT, LIST_FRACTION, MAX_CHAIN_FLIPS,
-                                      MAX_DELTA_DEPTH, MaskStore, MaskStoreBuilder, bitmask_words, unpack_bool)
+                                      MAX_DELTA_DEPTH, MaskStore, MaskStoreBuilder, bitmask_words,
+                                      pack_bool, unpack_bool)
 
 V = 1 << 17  # 4,096 words: a dense row is 4,096 int32, the size a delta must beat
 
@@ -212,9 +213,10 @@ def test_a_sparse_mask_given_a_base_of_the_store_is_its_delta() -> None:
 
 
 @pytest.mark.parametrize("width", [V, 1003, 129_281])
-def test_a_packed_mask_is_added_as_its_unpacked_mask_is(width: int) -> None:
-    """``add_packed`` (little-endian bits, as the pushdown alignment holds its masks) builds
-    the store ``add`` builds from the same masks, whatever the width's last byte holds."""
+def test_a_mask_given_as_its_row_is_added_as_the_mask_is(width: int) -> None:
+    """``add_row`` (the int32 bitmask row, as the pushdown alignment and the stack contexts
+    hold their masks) builds the store ``add`` builds from the same masks, whatever the
+    width's last word holds; a row with bits past the vocabulary is refused."""
     rng = np.random.default_rng(width)
     masks = []
     for density in (0.0005, 0.01, 0.5, 0.99, 0.9995):
@@ -222,13 +224,18 @@ def test_a_packed_mask_is_added_as_its_unpacked_mask_is(width: int) -> None:
         masks += [x, _flip_some(x, 3, rng), x.copy()]
     plain, packed = MaskStoreBuilder(width), MaskStoreBuilder(width)
     ids = [plain.add(x) for x in masks]
-    assert [packed.add_packed(np.packbits(x, bitorder="little")) for x in masks] == ids
+    assert [packed.add_row(pack_bool(x)) for x in masks] == ids
     a, b = plain.build(), packed.build()
     assert a.kinds.tolist() == b.kinds.tolist() and a.offsets.tolist() == b.offsets.tolist()
     assert np.array_equal(a.data, b.data)
     assert {int(k) for k in a.kinds} >= {KIND_ALLOW, KIND_REJECT, KIND_DENSE, KIND_DELTA}
-    with pytest.raises(ValueError, match="packed mask"):
-        packed.add_packed(np.packbits(masks[0])[:-1])
+    with pytest.raises(ValueError, match="bitmask row"):
+        packed.add_row(pack_bool(masks[0])[:-1])
+    if width % 32:
+        over = pack_bool(masks[0])
+        over[-1] |= np.int32(-(1 << 31))  # the last word's top bit: past the vocabulary
+        with pytest.raises(ValueError, match="past vocab_size"):
+            packed.add_row(over)
 
 
 def _flip_some(mask: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:

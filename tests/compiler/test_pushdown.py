@@ -210,34 +210,15 @@ def _check_against_oracle(art: Artifact, cfg: Cfg, start: str, max_depth: int, p
 
 
 @pytest.mark.parametrize("extra", [1, 6])
-def test_masks_match_the_oracle_on_a_vocabulary_that_ends_inside_a_byte(extra: int) -> None:
-    """The pushdown alignment holds its masks packed, a bit per token, and adds them packed:
-    where the vocabulary's size is not a multiple of 8, the bits past its end stay clear
-    (the uncertain masks are complements within the allowed ones)."""
+def test_masks_match_the_oracle_on_a_vocabulary_that_ends_inside_a_word(extra: int) -> None:
+    """The pushdown alignment holds its masks as bitmask rows, and adds them so: where the
+    vocabulary's size is not a multiple of 32, the bits past its end stay clear (the
+    uncertain masks are complements within the allowed ones)."""
     odd = Vocabulary.from_tokens(TOKENS, eos="<eos>", name="pda-toy-odd",
                                  vocab_size=len(TOKENS) + extra)
-    assert odd.vocab_size % 8
+    assert odd.vocab_size % 32
     _, grammar, cfg, start, max_depth, prefix_len = CASES[1]
     _check_against_oracle(_art(grammar, odd, max_depth), cfg, start, max_depth, prefix_len, odd)
-
-
-def test_masks_added_unpacked_build_the_same_artifact(vocab: Vocabulary,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without ``add_packed``, the pushdown alignment unpacks each mask for ``add_mask``: the
-    same store, the same artifact."""
-    from maskc.compiler import align_pda as module, pipeline
-
-    _, grammar, _, _, max_depth, _ = CASES[1]
-    packed = _art(grammar, vocab, max_depth).to_bytes()
-    calls: list[bool] = []
-
-    def unpacked(*args: Any, **kw: Any) -> Any:
-        calls.append(kw.pop("add_packed") is not None)
-        return module.align_pda(*args, **kw)
-
-    monkeypatch.setattr(pipeline, "align_pda", unpacked)
-    assert _art(grammar, vocab, max_depth).to_bytes() == packed
-    assert calls == [True]
 
 
 def _ids(art: Artifact, masks: Any) -> list[set[int]]:
