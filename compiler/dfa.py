@@ -319,29 +319,50 @@ def _disjoint(spans: list[tuple[int, int, Subset]]) -> list[tuple[int, int, Subs
         end = hi
     else:
         return spans  # (the common case: the members of a subset move on different classes)
-    # One target's spans are merged first: the members of a large subset share few closed
-    # targets (hundreds of spans, a few dozen targets, in the subsets of a wide union), and
-    # a cut that only one target's spans meet at changes no union. The pieces are those of
-    # cutting at every span's ends, with neighbours of one union joined: the same row.
-    ranges: dict[Subset, list[list[int]]] = {}
-    for lo, hi, ts in spans:  # (in order of lo)
-        got = ranges.get(ts)
-        if got is None:
-            ranges[ts] = [[lo, hi]]
-        elif lo <= got[-1][1]:
-            if hi > got[-1][1]:
-                got[-1][1] = hi
-        else:
-            got.append([lo, hi])
-    cuts = sorted({p for rs in ranges.values() for r in rs for p in r})
-    at = {p: k for k, p in enumerate(cuts)}
-    acc: list[list[Subset]] = [[] for _ in range(len(cuts) - 1)]
-    for ts, rs in ranges.items():
-        for lo, hi in rs:
+    # The pieces are those of cutting at the ends of groups of spans, each group added to the
+    # pieces it covers at once. Where targets repeat (a few targets on many spans each, as in
+    # the subsets of a wide union), a group is one target's spans merged: a cut that only one
+    # target's spans meet at changes no union. Where they hardly repeat (dozens of small
+    # targets on the same few ranges, such as a quote and the bytes of a string), a group is
+    # the targets of one range.
+    sample = spans[::4] if len(spans) > 32 else spans  # (every fourth span's target tells)
+    if 2 * len(set(map(itemgetter(2), sample))) > len(sample):
+        by_range: dict[tuple[int, int], list[Subset]] = {}
+        for lo, hi, ts in spans:
+            got = by_range.get((lo, hi))
+            if got is None:
+                by_range[lo, hi] = [ts]
+            else:
+                got.append(ts)
+        cuts = sorted({p for r in by_range for p in r})
+        at = {p: k for k, p in enumerate(cuts)}
+        acc: list[list[Subset]] = [[] for _ in range(len(cuts) - 1)]
+        for (lo, hi), tss in by_range.items():
             for k in range(at[lo], at[hi]):
-                acc[k].append(ts)
-    return [(cuts[k], cuts[k + 1], parts[0] if len(parts) == 1 else frozenset().union(*parts))
+                acc[k].extend(tss)
+    else:
+        by_target: dict[Subset, list[list[int]]] = {}
+        for lo, hi, ts in spans:  # (in order of lo)
+            rs = by_target.get(ts)
+            if rs is None:
+                by_target[ts] = [[lo, hi]]
+            elif lo <= rs[-1][1]:
+                if hi > rs[-1][1]:
+                    rs[-1][1] = hi
+            else:
+                rs.append([lo, hi])
+        cuts = sorted({p for rs in by_target.values() for r in rs for p in r})
+        at = {p: k for k, p in enumerate(cuts)}
+        acc = [[] for _ in range(len(cuts) - 1)]
+        for ts, rs in by_target.items():
+            for lo, hi in rs:
+                for k in range(at[lo], at[hi]):
+                    acc[k].append(ts)
+    return [(cuts[k], cuts[k + 1], parts[0] if len(parts) == 1 else _NONE.union(*parts))
             for k, parts in enumerate(acc) if parts]
+
+
+_NONE: Subset = frozenset()
 
 
 def _subsets(

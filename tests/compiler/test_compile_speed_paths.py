@@ -464,31 +464,50 @@ def test_long_sequence_walks_memoized_across_batches_match_a_byte_by_byte_walk(s
 
 @pytest.mark.parametrize("seed", range(6))
 def test_overlapping_spans_are_cut_into_the_same_row(seed: int) -> None:
-    """``_disjoint`` (a subset's moves, merged per target before cutting) gives every class
-    the union of the targets of the spans over it, in class order, with no two neighbouring
-    pieces of one union left apart where a single target's spans meet."""
+    """``_disjoint`` (a subset's moves, grouped per target or per range before cutting) gives
+    every class the union of the targets of the spans over it, in class order, with no two
+    neighbouring pieces of one union left apart where a single target's spans meet; on spans
+    whose targets repeat (grouped per target) and spans whose targets hardly do (per range,
+    some on equal ranges, some with a target twice)."""
     rng = random.Random(seed)
-    targets = [frozenset(rng.sample(range(40), rng.randint(1, 4))) for _ in range(rng.randint(1, 8))]
-    spans = []
-    for _ in range(rng.randint(2, 60)):
-        lo = rng.randrange(30)
-        spans.append((lo, rng.randint(lo + 1, 31), rng.choice(targets)))
-    got = dfa_mod._disjoint(spans)
-    want: dict[int, frozenset[int]] = {}
-    for lo, hi, ts in spans:
-        for c in range(lo, hi):
-            want[c] = want.get(c, frozenset()) | ts
-    seen: dict[int, frozenset[int]] = {}
-    for lo, hi, ts in got:
-        assert lo < hi
-        for c in range(lo, hi):
-            assert c not in seen
-            seen[c] = ts
-    assert seen == want
-    assert [lo for lo, _, _ in got] == sorted(lo for lo, _, _ in got)
+    kinds = set()
+    for case in range(40):
+        n = rng.randint(2, 60)
+        distinct = case % 2 == 1
+        pool = [frozenset(rng.sample(range(40), rng.randint(1, 4)))
+                for _ in range(n if distinct else rng.randint(1, 8))]
+        ranges = [(lo, rng.randint(lo + 1, 31)) for lo in (rng.randrange(30) for _ in range(rng.randint(1, 6)))]
+        spans = []
+        for _ in range(n):
+            if rng.random() < 0.5:
+                lo, hi = rng.choice(ranges)  # (equal ranges, as a wide union's small targets have)
+            else:
+                lo = rng.randrange(30)
+                hi = rng.randint(lo + 1, 31)
+            spans.append((lo, hi, rng.choice(pool)))
+        sample = sorted(spans, key=lambda x: x[0])  # (what _disjoint reads to choose)
+        sample = sample[::4] if len(sample) > 32 else sample
+        kinds.add(2 * len({ts for _, _, ts in sample}) > len(sample))
+        got = dfa_mod._disjoint(spans)
+        want: dict[int, frozenset[int]] = {}
+        for lo, hi, ts in spans:
+            for c in range(lo, hi):
+                want[c] = want.get(c, frozenset()) | ts
+        seen: dict[int, frozenset[int]] = {}
+        for lo, hi, ts in got:
+            assert lo < hi
+            for c in range(lo, hi):
+                assert c not in seen
+                seen[c] = ts
+        assert seen == want
+        assert [lo for lo, _, _ in got] == sorted(lo for lo, _, _ in got)
+    assert kinds == {True, False}
     # a cut inside one target's merged spans that no other span meets is not kept
-    one = targets[0]
+    one = frozenset([1, 2])
     assert dfa_mod._disjoint([(0, 4, one), (2, 8, one), (8, 9, one), (5, 6, one)]) == [(0, 9, one)]
+    # targets on the same ranges are cut only where the ranges end
+    a, b, c = frozenset([1]), frozenset([2]), frozenset([3])
+    assert dfa_mod._disjoint([(0, 4, a), (0, 4, b), (2, 6, c)]) == [(0, 2, a | b), (2, 4, a | b | c), (4, 6, c)]
 
 
 def test_an_automaton_leaf_is_added_in_one_block_of_states() -> None:
