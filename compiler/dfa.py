@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import time
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NewType
 
@@ -216,9 +216,11 @@ class Dfa:
 
 
 def _interval_classes(nfa: Nfa) -> tuple[NDArray[np.uint8], list[int]]:
-    # (set comprehensions over every edge: a large NFA has millions)
-    los = {lo for edges in nfa.edges for lo, _, _ in edges}
-    his = {hi for edges in nfa.edges for _, hi, _ in edges}
+    # (set comprehensions over every edge: a large NFA has millions; a block's rows once)
+    rows: list[Sequence[tuple[int, int, int]]] = [out for out in nfa.edges if type(out) is list]
+    rows += [out for block in nfa.blocks.values() for out in block]
+    los = {lo for edges in rows for lo, _, _ in edges}
+    his = {hi for edges in rows for _, hi, _ in edges}
     cuts = {lo for lo in los if lo < CALL_BASE} | {hi + 1 for hi in his if hi < CALL_BASE} | {0, 256}
     bounds = sorted(cuts)
     byte_class = np.zeros(256, dtype=np.uint8)
@@ -412,12 +414,15 @@ def _subsets(
     moves: dict[int, list[tuple[int, int, Subset]]] = {}
     bc = byte_class.tolist()
     edges = nfa.edges
+    shift = nfa.shift
 
     def moves_of(s: int) -> list[tuple[int, int, Subset]]:
         got = moves.get(s)
         if got is None:
             got = []
+            off = shift[s] if s < len(shift) else 0
             for lo, hi, tgt in edges[s]:
+                tgt += off
                 ts = single[tgt]
                 if ts is None:
                     ts = closure_of(tgt)
@@ -430,7 +435,7 @@ def _subsets(
                     got.append((bc[lo], bc[hi] + 1, ts))
             moves[s] = got
             if consume:
-                edges[s].clear()
+                edges[s] = ()
         return got
 
     tag = nfa.tag

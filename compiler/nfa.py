@@ -9,6 +9,7 @@ would explode (large bounded repetitions of large items) into a clear error.
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -97,12 +98,24 @@ class Region:
     node: Node
 
 
+Edge = tuple[int, int, int]  # (lo, hi, target)
+Rows = tuple[tuple[Edge, ...], ...]  # an automaton's edges per state, targets numbered within it
+
+
 @dataclass(slots=True)
 class Nfa:
-    """Thompson NFA over bytes: state 0 is the start, ``final`` the single accepting state."""
+    """Thompson NFA over bytes: state 0 is the start, ``final`` the single accepting state.
+
+    State ``s`` moves on ``edges[s]`` with each target shifted by ``shift[s]`` (0 past the
+    end of ``shift``): a state of :meth:`new` has a list of its own (shift 0); a state of a
+    block (:meth:`add_block`) has its automaton's row, shared by every copy of that
+    automaton (shift: the block's first state), so copying an automaton costs no edge."""
 
     eps: list[list[int]] = field(default_factory=list)
-    edges: list[list[tuple[int, int, int]]] = field(default_factory=list)  # (lo, hi, target)
+    edges: list[Sequence[Edge]] = field(default_factory=list)
+    shift: array[int] = field(default_factory=lambda: array("i"))
+    blocks: dict[int, Rows] = field(default_factory=dict)  # id -> the rows shared by blocks
+    automata: dict[int, tuple[Dfa, Automaton]] = field(default_factory=dict)  # id(dfa) -> its leaf
     final: int = -1
     max_states: int = 1_000_000
     deadline: float | None = None  # time.monotonic() value
@@ -124,17 +137,29 @@ class Nfa:
         self.edges.append([])
         return len(self.eps) - 1
 
-    def new_many(self, k: int) -> int:
-        """``k`` new states, numbered from the one returned (the checks of :meth:`new` made
-        once for all of them: an automaton leaf adds thousands at a time)."""
+    def add_block(self, rows: Rows) -> int:
+        """``len(rows)`` new states numbered from the one returned, ``base + s`` moving on
+        ``rows[s]`` shifted by ``base`` (the checks of :meth:`new` made once for all of them:
+        an automaton leaf adds thousands at a time, and may be copied thousands of times)."""
+        k = len(rows)
         base = len(self.eps)
         if base + k > self.max_states:
             raise StateLimitExceeded("NFA states", limit=self.max_states)
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
         self.eps.extend([[] for _ in range(k)])
-        self.edges.extend([[] for _ in range(k)])
+        self.edges.extend(rows)
+        if len(self.shift) < base:
+            self.shift.extend(array("i", [0]) * (base - len(self.shift)))
+        self.shift.extend(array("i", [base]) * k)
+        self.blocks[id(rows)] = rows
         return base
+
+    def own(self, s: int) -> list[Edge]:
+        """The edges of state ``s`` (made by :meth:`new`), to add to."""
+        out = self.edges[s]
+        assert type(out) is list, "a state of a block has its automaton's edges"
+        return out
 
     @property
     def size(self) -> int:
@@ -144,8 +169,10 @@ class Nfa:
 def _build(nfa: Nfa, node: Node, start: int, end: int) -> None:
     """Add ``node`` between the existing states ``start`` and ``end``."""
     if isinstance(node, ByteSet):
+        out = nfa.edges[start]
+        assert type(out) is list  # (a state of :meth:`Nfa.new`; inline: the commonest node)
         for lo, hi in node.ranges:
-            nfa.edges[start].append((lo, hi, end))
+            out.append((lo, hi, end))
     elif isinstance(node, Seq):
         if not node.items:
             nfa.eps[start].append(end)
@@ -188,13 +215,13 @@ def _build(nfa: Nfa, node: Node, start: int, end: int) -> None:
     elif isinstance(node, Product):
         _build_product(nfa, node, start, end)
     elif isinstance(node, Automaton):
-        _build_block(nfa, node.edges, len(node.edges), node.accepting, start, end)
+        _build_block(nfa, node.edges, node.accepting, start, end)
     elif isinstance(node, RuleRef):
         idx = nfa.rule_index.get(node.name)
         if idx is None:
             raise GrammarError(f"reference to an undefined or non-callable rule {node.name!r}")
         label = CALL_BASE + idx
-        nfa.edges[start].append((label, label, end))
+        nfa.own(start).append((label, label, end))
     else:  # pragma: no cover - the IR is closed
         raise TypeError(f"not an IR node: {node!r}")
 
@@ -277,12 +304,12 @@ def _build_counted(nfa: Nfa, node: Repeat, start: int, end: int) -> bool:
             for c, t in enumerate(rows[s]):
                 if t >= 0:
                     tgt = head if acc[t] else ids[t]
-                    nfa.edges[here].extend((b, e, tgt) for b, e in runs[c])
+                    nfa.own(here).extend((b, e, tgt) for b, e in runs[c])
         nfa.eps[cur].append(head)
         if pos >= lo:
             nfa.eps[head].append(end)
         after = nfa.new()
-        nfa.edges[head].append((COUNT_EXIT, COUNT_EXIT, after))
+        nfa.own(head).append((COUNT_EXIT, COUNT_EXIT, after))
         nfa.regions.append(Region((head,), (after,), end, n, node))
         cur, pos = after, pos + n
     if node.max is None:
@@ -797,7 +824,7 @@ def _build_counted_product(nfa: Nfa, node: Product, start: int, end: int) -> boo
                 nfa.eps[here].append(end)
             if kind == "loop":
                 after = state((seg + 1, qa, 0))
-                nfa.edges[here].append((COUNT_EXIT, COUNT_EXIT, after))
+                nfa.own(here).append((COUNT_EXIT, COUNT_EXIT, after))
                 heads[region_of[seg]].append((here, after))
         if kind == "end":
             continue
@@ -810,7 +837,7 @@ def _build_counted_product(nfa: Nfa, node: Product, start: int, end: int) -> boo
             else:
                 key2 = (seg, na, ni)
             tgt = state(key2)
-            nfa.edges[here].extend((b, e, tgt) for b, e in runs[k])
+            nfa.own(here).extend((b, e, tgt) for b, e in runs[k])
     for seg, k in region_of.items():
         pairs = heads[k]
         nfa.regions.append(Region(tuple(h for h, _ in pairs), tuple(a for _, a in pairs), end, segs[seg][2], node))
@@ -827,28 +854,21 @@ def _build_product(nfa: Nfa, node: Product, start: int, end: int) -> None:
 
 
 def _build_dfa(nfa: Nfa, dfa: Dfa, start: int, end: int) -> None:
-    """``dfa`` between ``start`` and ``end``, state for state (as :func:`_as_automaton`
-    spells it, without the leaf in between)."""
-    runs = _class_runs(dfa.byte_class.tolist(), dfa.num_classes)
-    rows = (((lo, hi, t) for c, t in enumerate(row) if t >= 0 for lo, hi in runs[c]) for row in dfa.trans.tolist())
-    _build_block(nfa, rows, dfa.num_states, dfa.accepting.nonzero()[0].tolist(), start, end)
+    """``dfa`` between ``start`` and ``end``, state for state (its :func:`_as_automaton`
+    leaf, made once per lowering)."""
+    got = nfa.automata.get(id(dfa))
+    if got is None or got[0] is not dfa:
+        got = nfa.automata[id(dfa)] = (dfa, _as_automaton(dfa))
+    auto = got[1]
+    _build_block(nfa, auto.edges, auto.accepting, start, end)
 
 
-def _build_block(nfa: Nfa, rows: Iterable[Iterable[tuple[int, int, int]]], n: int, accepting: Iterable[int],
-                 start: int, end: int) -> None:
-    """An automaton of ``n`` states between ``start`` and ``end``: a block of new states (a
-    fresh entry: the automaton may loop back to its start), state ``s``'s edges ``rows[s]``
-    (targets numbered within the automaton), an epsilon to ``end`` from each accepting one."""
-    base = nfa.new_many(n)  # state s of the automaton is base + s
+def _build_block(nfa: Nfa, rows: Rows, accepting: Iterable[int], start: int, end: int) -> None:
+    """An automaton between ``start`` and ``end``: a block of new states (a fresh entry: the
+    automaton may loop back to its start), state ``s``'s edges ``rows[s]`` (targets numbered
+    within the automaton), an epsilon to ``end`` from each accepting one."""
+    base = nfa.add_block(rows)  # state s of the automaton is base + s
     nfa.eps[start].append(base)
-    edges = nfa.edges
-    # one int object per target, shared by every edge into it (a large grammar has millions
-    # of edges: a fresh int per edge was a third of the NFA's memory)
-    target = list(range(base, base + n))
-    for s, out in enumerate(rows, base):
-        if nfa.deadline is not None and (s & 1023) == 0 and time.monotonic() > nfa.deadline:
-            raise TimeLimitExceeded("compile time (s)", limit=0)
-        edges[s].extend([(lo, hi, target[t]) for lo, hi, t in out])
     for s in accepting:
         nfa.eps[base + s].append(end)
 

@@ -527,6 +527,54 @@ def test_an_automaton_leaf_is_added_in_one_block_of_states() -> None:
         lower(auto, max_states=5)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_copies_of_an_automaton_share_its_rows(seed: int) -> None:
+    """``Nfa.add_block``: every copy of an automaton leaf (the copies of a long repetition,
+    a long enum, a rule's product) moves on the leaf's own rows, shifted to its block; the
+    subset construction reads them as it reads edges copied state by state (the same table,
+    numbered alike), and lowering by the rules (which consumes the edges) leaves the leaf's
+    rows as they were."""
+    from maskc.compiler.dfa import determinize_rules
+    from maskc.compiler.nfa import Nfa, lower_rules
+
+    rng = random.Random(seed)
+    words = [bytes(rng.choice(b"abcd") for _ in range(rng.randint(1, 3))) for _ in range(20)]
+    enum = Alt(tuple(_lit(w) for w in words))
+    item = _small_language(rng)
+    node = Seq((Repeat(item, rng.randint(0, 3), rng.randint(9, 14)), enum,
+                Repeat(Alt((_lit(b"ab"), _lit(b"c"))), 8, None), _lit(b"z")))
+    nfa = lower(node)
+    assert nfa.blocks and len(nfa.shift) > len(nfa.blocks)
+    shift = [nfa.shift[s] if s < len(nfa.shift) else 0 for s in range(nfa.size)]
+    flat = Nfa(eps=[list(e) for e in nfa.eps], final=nfa.final,
+               edges=[[(lo, hi, t + shift[s]) for lo, hi, t in out]
+                      for s, out in enumerate(nfa.edges)])
+    got, want = determinize(nfa), determinize(flat)
+    assert np.array_equal(got.trans, want.trans) and np.array_equal(got.accepting, want.accepting)
+    assert np.array_equal(got.byte_class, want.byte_class)
+    rows = {id(r): r for r in nfa.blocks.values()}
+    before = {k: [list(row) for row in r] for k, r in rows.items()}
+    rules = lower_rules([("root", node), ("other", Seq((enum, enum)))])
+    kept = {k: [list(row) for row in r] for k, r in rules.blocks.items()}
+    trans, byte_class, accepting, starts = determinize_rules(rules)
+    assert all(not out for out in rules.edges)  # (consumed)
+    assert {k: [list(row) for row in r] for k, r in rules.blocks.items()} == kept
+    assert {k: [list(row) for row in r] for k, r in rows.items()} == before
+    # the root rule's automaton has the language of the lowering above: pairs of states
+    # reached on the same bytes agree on acceptance
+    seen = {(0, starts[0])}
+    todo = [(0, starts[0])]
+    while todo:
+        a, b = todo.pop()
+        assert bool(got.accepting[a]) == bool(accepting[b])
+        for byte in range(256):
+            na, nb = got.trans[a, got.byte_class[byte]], trans[b, byte_class[byte]]
+            assert (na < 0) == (nb < 0)
+            if na >= 0 and nb >= 0 and (int(na), int(nb)) not in seen:
+                seen.add((int(na), int(nb)))
+                todo.append((int(na), int(nb)))
+
+
 def _small_language(rng: random.Random) -> Alt | Repeat | Seq:
     """A random small language of short literals over a, b, c: their union, a repetition of
     it (bounded or not), or their sequence."""
