@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from maskc.compiler.dfa import (DEAD, Dfa, LazyRows, compress_classes, coreachable, determinize_rules, distinct_in_order,
-                                first_seen, sorted_unique)
+                                SMALL_TABLE, first_seen, sorted_unique)
 from maskc.compiler.errors import EmptyLanguage, GrammarError, StateLimitExceeded
 from maskc.compiler.minimize import MAX_STATES, gather_rows, refine
 from maskc.compiler.nfa import lower_rules
@@ -99,7 +99,51 @@ class Pda:
 
 def _live(byte_t: NDArray[np.int32], call_t: NDArray[np.int32], accepting: NDArray[np.bool_],
           starts: list[int]) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
-    """(states that can finish their rule, rules that can finish), by fixpoint over calls."""
+    """(states that can finish their rule, rules that can finish): the least fixpoint of "a
+    state is live where it accepts, moves on a byte to a live state, or calls a productive
+    rule and returns to a live state" and "a rule is productive where its start is live"."""
+    if byte_t.size + call_t.size <= SMALL_TABLE:
+        return _live_rounds(byte_t, call_t, accepting, starts)
+    # One backward search, in arrays: a rule's calls join it once the rule's start is found
+    # live (where rounds of whole searches, one more per rule found productive, each
+    # building the predecessors of the whole table again, took seconds on a large grammar).
+    n, r = call_t.shape
+    width = byte_t.shape[1]
+    flat = byte_t.reshape(-1) if byte_t.flags.c_contiguous else np.ascontiguousarray(byte_t).reshape(-1)
+    cells = np.flatnonzero(flat >= 0)
+    dst = flat[cells]
+    order = np.argsort(dst, kind="stable")
+    byte_src = (cells[order] // width).astype(np.int32)  # byte predecessors, by target
+    byte_at = np.searchsorted(dst[order], np.arange(n + 1))
+    del cells, dst, order
+    call_q, call_rule = np.nonzero(call_t >= 0)
+    call_ret = call_t[call_q, call_rule].astype(np.int64)
+    by_ret = np.argsort(call_ret, kind="stable")  # call edges by return state
+    ret_at = np.searchsorted(call_ret[by_ret], np.arange(n + 1))
+    by_rule = np.argsort(call_rule, kind="stable")  # call edges by rule
+    rule_at = np.searchsorted(call_rule[by_rule], np.arange(r + 1))
+    start_arr = np.asarray(starts, dtype=np.int64)
+    live = accepting.copy()
+    productive = np.zeros(r, dtype=np.bool_)
+    frontier = np.flatnonzero(accepting)
+    while frontier.size:
+        newly = np.flatnonzero(~productive & live[start_arr])
+        productive[newly] = True
+        joined = gather_rows(rule_at, by_rule, newly)  # calls of the rules just found productive
+        joined = joined[live[call_ret[joined]]]
+        into = gather_rows(ret_at, by_ret, frontier)  # calls returning into the frontier
+        into = into[productive[call_rule[into]]]
+        cand = np.concatenate([gather_rows(byte_at, byte_src, frontier).astype(np.int64),
+                               call_q[into], call_q[joined]])
+        frontier = first_seen(cand[~live[cand]], n)
+        live[frontier] = True
+    return live, productive
+
+
+def _live_rounds(byte_t: NDArray[np.int32], call_t: NDArray[np.int32], accepting: NDArray[np.bool_],
+                 starts: list[int]) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """:func:`_live` by rounds of whole backward searches, the calls of the rules found
+    productive in one round added in the next (a small table's)."""
     r = call_t.shape[1]
     productive = np.zeros(r, dtype=np.bool_)
     while True:

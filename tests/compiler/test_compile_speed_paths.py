@@ -575,6 +575,39 @@ def test_copies_of_an_automaton_share_its_rows(seed: int) -> None:
                 todo.append((int(na), int(nb)))
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_live_states_in_one_search_are_those_of_rounds(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pda._live`` in one backward search (a rule's calls joining it once its start is
+    live) finds the states and rules of rounds of whole searches, on random tables with byte
+    and call columns (views of one table, as the pushdown build passes them)."""
+    from maskc.compiler import pda as pda_mod
+
+    monkeypatch.setattr(pda_mod, "SMALL_TABLE", -1)
+    rng = np.random.default_rng(seed)
+    rounds = set()
+    for _ in range(40):
+        n, c, r = int(rng.integers(1, 300)), int(rng.integers(1, 6)), int(rng.integers(1, 8))
+        byte = np.where(rng.random((n, c)) < rng.random() * 0.5, rng.integers(0, n, (n, c)), DEAD)
+        call = np.where(rng.random((n, r)) < rng.random() * 0.3, rng.integers(0, n, (n, r)), DEAD)
+        full = np.concatenate([byte, call], axis=1).astype(np.int32)
+        accepting = rng.random(n) < 0.05
+        starts = [int(x) for x in rng.integers(0, n, r)]
+        live, productive = pda_mod._live(full[:, :c], full[:, c:], accepting, starts)
+        want_live, want_productive = pda_mod._live_rounds(full[:, :c], full[:, c:], accepting, starts)
+        assert np.array_equal(live, want_live) and np.array_equal(productive, want_productive)
+        # how many rounds the reference took: rules found productive only through others
+        found = np.zeros(r, dtype=np.bool_)
+        k = 0
+        while True:
+            usable = np.where(found[None, :], full[:, c:], DEAD).astype(np.int32)
+            now = coreachable(np.concatenate([full[:, :c], usable], axis=1), accepting)[starts]
+            if np.array_equal(now, found):
+                break
+            found, k = now, k + 1
+        rounds.add(min(k, 3))
+    assert {2, 3} <= rounds  # (some tables need rules found productive in later rounds)
+
+
 def _small_language(rng: random.Random) -> Alt | Repeat | Seq:
     """A random small language of short literals over a, b, c: their union, a repetition of
     it (bounded or not), or their sequence."""
