@@ -13,6 +13,7 @@ import typer
 from maskc.cli.command import MaskcCommand, MaskcGroup
 from maskc.cli.commands import audit, bench, cache, check, compile, inspect, lint, trace
 from maskc.cli.errors import EXIT_INTERNAL, report
+from maskc.compiler.hugepages import no_huge_pages
 
 __all__ = ["app", "main"]
 
@@ -57,6 +58,7 @@ def _root(
 def main() -> None:
     """Run the CLI; an error that escapes a command still exits with the table's code."""
     try:
-        app(prog_name="maskc")
+        with no_huge_pages():  # (the whole command: see maskc.compiler.hugepages)
+            app(prog_name="maskc")
     except Exception as e:  # noqa: BLE001  (outside any command: argument parsing, Typer itself)
         raise SystemExit(report(e) or EXIT_INTERNAL) from None

@@ -126,17 +126,20 @@ def _serve(conn: Connection, parent: int, memory_mb: int | None, work: Callable[
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the parent's to handle: it ends the workers
     if memory_mb is not None:
         limit_memory(memory_mb)
-    while True:
-        try:
-            task = conn.recv()
-        except (EOFError, OSError):
-            return
-        if task is None:
-            return
-        result, retire = work(*task)
-        conn.send((result, retire))
-        if retire:
-            return
+    from maskc.compiler.hugepages import no_huge_pages  # (numpy's, in the worker only)
+
+    with no_huge_pages():  # (its tables and compiles: see maskc.compiler.hugepages)
+        while True:
+            try:
+                task = conn.recv()
+            except (EOFError, OSError):
+                return
+            if task is None:
+                return
+            result, retire = work(*task)
+            conn.send((result, retire))
+            if retire:
+                return
 
 
 class _Worker:

@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 from maskc.compiler.align import TokenTable, align
 from maskc.compiler.align_pda import align_pda
 from maskc.compiler.collector import fewer_full_collections
+from maskc.compiler.hugepages import no_huge_pages
 from maskc.compiler.pda import Pda, build_pda
 from maskc.compiler.rules import ResolvedRules, references, resolve_rules
 from maskc.compiler.counters import finish, with_exits
@@ -237,6 +238,7 @@ def prove_termination(dfa: Dfa) -> None:
 
 
 @fewer_full_collections()  # (a compile frees by reference counts: see collector.py)
+@no_huge_pages()  # (no stalls on compaction: see hugepages.py)
 def compile_ir(
     kind: str,
     source: str,
@@ -347,6 +349,7 @@ def _regular_dfa(node: Node, options: CompileOptions, t: dict[str, float], deadl
 
 
 @fewer_full_collections()  # (a compile frees by reference counts: see collector.py)
+@no_huge_pages()  # (no stalls on compaction: see hugepages.py)
 def compile_grammar(
     kind: str,
     source: str,
@@ -439,6 +442,7 @@ def source_of(kind: str, grammar: Any) -> str:
 
 
 @fewer_full_collections()  # (a compile frees by reference counts: see collector.py)
+@no_huge_pages()  # (no stalls on compaction: see hugepages.py)
 def compile_source(
     kind: str, source: Any, vocab: Vocabulary, options: CompileOptions | None = None, *,
     progress: Progress | None = None,

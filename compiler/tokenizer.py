@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from maskc.compiler.errors import TokenizerError
+from maskc.compiler.hugepages import no_huge_pages
 from maskc.compiler.tokenizer_common import (
     CONFIG_FILES,
     FORMATS_HINT,
@@ -59,6 +60,7 @@ _EOS_HINT = "name the end-of-sequence token with --eos TOKEN (its text or its id
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 
 
+@no_huge_pages()  # (its tables: see hugepages.py)
 def load_tokenizer(
     spec: str | os.PathLike[str] = DEFAULT_TOKENIZER,
     *,

@@ -16,6 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from maskc.compiler.collector import fewer_full_collections
+from maskc.compiler.hugepages import no_huge_pages
 from maskc.compiler.findings import Finding, RuleInfo, register, rules
 from maskc.compiler.lint.walk import Node, walk
 from maskc.compiler.options import CompileOptions, Limits
@@ -129,6 +130,7 @@ what they could not decide instead of running on."""
 
 
 @fewer_full_collections()  # (the rules build automata: see collector.py)
+@no_huge_pages()  # (see hugepages.py)
 def lint_schema(ctx: LintContext, *, select: Sequence[str] | None = None,
                 ignore: Sequence[str] = (), budget_seconds: float = LINT_BUDGET_SECONDS) -> list[Finding]:
     """Run the rules (all, or ``select``; minus ``ignore``) over ``ctx.schema``.
