@@ -14,37 +14,28 @@ one count). A collector turned off (``gc.disable()``, or a first threshold of 0)
 from __future__ import annotations
 
 import gc
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+
+from maskc.compiler.process_state import ProcessSetting
 
 __all__ = ["fewer_full_collections"]
 
 FULL_EVERY = 1000
 """Younger collections per full one during a compile (CPython's default: 10)."""
 
-_lock = threading.Lock()
-_depth = 0
-_saved: tuple[int, int, int] | None = None
+
+def _raise_threshold() -> Callable[[], None] | None:
+    first, second, third = gc.get_threshold()
+    if first <= 0 or third >= FULL_EVERY:
+        return None
+
+    def restore() -> None:
+        if gc.get_threshold()[2] == FULL_EVERY:  # (not where the block set its own)
+            gc.set_threshold(first, second, third)
+
+    gc.set_threshold(first, second, FULL_EVERY)
+    return restore
 
 
-@contextmanager
-def fewer_full_collections() -> Iterator[None]:
-    """Raise the oldest generation's threshold to :data:`FULL_EVERY` for the block."""
-    global _depth, _saved
-    with _lock:
-        if _depth == 0:
-            first, second, third = gc.get_threshold()
-            if first > 0 and third < FULL_EVERY:
-                _saved = (first, second, third)
-                gc.set_threshold(first, second, FULL_EVERY)
-        _depth += 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _depth -= 1
-            if _depth == 0 and _saved is not None:
-                if gc.get_threshold()[2] == FULL_EVERY:  # (not where the block set its own)
-                    gc.set_threshold(*_saved)
-                _saved = None
+fewer_full_collections = ProcessSetting(_raise_threshold)
+"""Raise the oldest generation's threshold to :data:`FULL_EVERY` for the block."""

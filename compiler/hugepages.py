@@ -17,15 +17,11 @@ CLI runs each command inside one block, so nothing it allocates is advised.
 from __future__ import annotations
 
 import importlib
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+
+from maskc.compiler.process_state import ProcessSetting
 
 __all__ = ["no_huge_pages"]
-
-_lock = threading.Lock()
-_depth = 0
-_saved = False  # whether the advice was on when the outermost block began
 
 
 def _setter() -> Callable[[bool], bool] | None:
@@ -45,19 +41,16 @@ def _setter() -> Callable[[bool], bool] | None:
 _SET = _setter()
 
 
-@contextmanager
-def no_huge_pages() -> Iterator[None]:
-    """Switch NumPy's huge-page advice off for the block."""
-    global _depth, _saved
-    with _lock:
-        if _depth == 0 and _SET is not None:
-            _saved = bool(_SET(False))
-        _depth += 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _depth -= 1
-            if _depth == 0 and _SET is not None and _saved:
-                _SET(True)
-                _saved = False
+def _advice_off() -> Callable[[], None] | None:
+    setter = _SET
+    if setter is None or not setter(False):  # (none, or off already: nothing to give back)
+        return None
+
+    def restore() -> None:
+        setter(True)
+
+    return restore
+
+
+no_huge_pages = ProcessSetting(_advice_off)
+"""Switch NumPy's huge-page advice off for the block."""
