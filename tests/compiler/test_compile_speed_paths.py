@@ -511,7 +511,7 @@ def test_overlapping_spans_are_cut_into_the_same_row(seed: int) -> None:
 
 
 def test_an_automaton_leaf_is_added_in_one_block_of_states() -> None:
-    """``Nfa.new_many``: an automaton leaf's states are numbered in one block, its language
+    """``Nfa.add_block``: an automaton leaf's states are numbered in one block, its language
     kept, and the NFA bound still refuses a leaf that would pass it."""
     from maskc.compiler.errors import StateLimitExceeded
     from maskc.compiler.ir import Automaton
