@@ -509,20 +509,21 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
     # Otherwise the refusal stands. Each form's front end is shared by the input's
     # tokenizers as its own grammar is (a refusal is not built again).
     Form = Callable[[CompileOptions], tuple[Grammar, list[dict[str, str]]]]
-    # (name, what it is in a refusal's hint, its front end, whether its rules differ)
-    forms: list[tuple[str, str, Form, Callable[[ResolvedRules], bool]]] = []
+    # (name, what it is in a refusal's hint, its front end, whether its rules differ, whether
+    # only regular rules can: then a form whose rules would not be is not inlined first)
+    forms: list[tuple[str, str, Form, Callable[[ResolvedRules], bool], bool]] = []
     if fe.shared_grammar is not None:
         make_shared = fe.shared_grammar
         forms.append(("shared", "each $ref target used more than once as a called rule",
-                      lambda o: make_shared(source, o), lambda rules: bool(rules.sized)))
+                      lambda o: make_shared(source, o), lambda rules: bool(rules.sized), False))
     if fe.bounded_grammar is not None and with_rules:
         make_bounded = fe.bounded_grammar
         bounded = f"free-form values nested at most {ONEOF_ANY_DEPTH} levels deep (a restriction)"
         forms.append(("bounded", bounded, lambda o: make_bounded(source, o, why),
-                      lambda rules: rules.regular))
+                      lambda rules: rules.regular, True))
     tried: list[str] = []  # the forms compiled, each with why it failed
     try:
-        for form, label, make, applies in forms:
+        for form, label, make, applies, regular_only in forms:
             left = deadline - time.monotonic()  # (a form's front end runs in the compile's time)
             if left <= 0:
                 break
@@ -534,10 +535,10 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
                     table, slot, opts.limits.max_seconds)
                 rules = other_shared.rules if other_shared is not None else None
                 if rules is None:
-                    rules = resolve_rules(other, deadline=deadline)
-                    if other_shared is not None:
+                    rules = resolve_rules(other, deadline=deadline, regular_only=regular_only)
+                    if other_shared is not None and rules is not None:
                         other_shared.rules = rules  # (compile_grammar takes them from there)
-                if not applies(rules):
+                if rules is None or not applies(rules):
                     continue
                 t[f"{form}_frontend_ms"] = (time.perf_counter() - t0) * 1e3
                 return compile_grammar(kind, text, other, vocab, opts,

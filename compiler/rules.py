@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Literal, overload
 
 from maskc.compiler.errors import GrammarError, TimeLimitExceeded
 from maskc.compiler.graphs import strongly_connected
@@ -175,21 +176,39 @@ def tail_loop(name: str, body: Node) -> Node | None:
     return seq(star(alt(*got[0])), alt(*got[1]))
 
 
-def resolve_rules(grammar: Grammar, *, deadline: float | None = None) -> ResolvedRules:
+@overload
+def resolve_rules(grammar: Grammar, *, deadline: float | None = None,
+                  regular_only: Literal[False] = False) -> ResolvedRules: ...
+
+
+@overload
+def resolve_rules(grammar: Grammar, *, deadline: float | None = None,
+                  regular_only: bool) -> ResolvedRules | None: ...
+
+
+def resolve_rules(grammar: Grammar, *, deadline: float | None = None,
+                  regular_only: bool = False) -> ResolvedRules | None:
     """Inline every rule that is not on a reference cycle; keep the cyclic ones as rules.
+
+    ``regular_only``: None, before anything is inlined, where some rule would stay (the
+    result would not be :attr:`ResolvedRules.regular`): a caller that wants only a regular
+    grammar does not pay for inlining the others.
 
     Raises:
         GrammarError: a reference names no rule.
         TimeLimitExceeded: ``deadline`` (``time.monotonic()``) passed while inlining.
     """
     bodies = grammar.rule_map
+    graph = {name: references(body) for name, body in bodies.items()}
     for name, body in list(bodies.items()):
+        if name not in graph[name]:
+            continue  # (no reference to itself: neither loop applies)
         loop = tail_loop(name, body)
         if loop is None:
             loop = head_loop(name, body)
         if loop is not None:
             bodies[name] = loop
-    graph = {name: references(body) for name, body in bodies.items()}
+            graph[name] = references(loop)
     for name, refs in graph.items():
         missing = sorted(refs - bodies.keys())
         if missing:
@@ -231,6 +250,8 @@ def resolve_rules(grammar: Grammar, *, deadline: float | None = None) -> Resolve
 
     for n in graph:
         size_of(n)
+    if regular_only and keep:  # (every rule kept stays referenced from the start's body)
+        return None
     memo: dict[str, Node] = {}
     done: dict[int, Node] = {}  # by id: shared sub-nodes are expanded once
 

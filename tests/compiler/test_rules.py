@@ -32,3 +32,35 @@ def test_the_start_rule_always_stays() -> None:
     # B calls the start rule; s is referenced once (from B) but is where the grammar begins
     got = resolve_rules(_grammar(1, frozenset({"s", "B"}), start_in_cycle=True))
     assert got.names[0] == "s" and "B" not in got.names
+
+
+def _grammars() -> list[Grammar]:
+    """Grammars whose rules resolve to one regular body or do not: cycles (kept), a rule that
+    calls itself at its end or its start (a loop), an acyclic DAG inlined, a large rule used
+    twice (kept by its size), a rule the front end made a call, an unused cycle."""
+    x, y = RuleRef("X"), RuleRef("Y")
+    big = seq(*(lit(c) for c in "abcdefghij"))
+    return [
+        _grammar(1, frozenset({"B"})),
+        _grammar(2, frozenset()),
+        Grammar("s", (("s", seq(lit("a"), RuleRef("s"))), )),  # s ::= "a" s (no way out)
+        Grammar("s", (("s", alt(seq(lit("a"), RuleRef("s")), lit("b"))),)),  # tail loop: a* b
+        Grammar("s", (("s", alt(seq(RuleRef("s"), lit("a")), lit("b"))),)),  # head loop: b a*
+        Grammar("s", (("s", seq(x, y, x)), ("X", seq(lit("x"), y)), ("Y", lit("y")))),
+        Grammar("s", (("s", seq(x, x)), ("X", big)), inline_max_nodes=5),
+        Grammar("s", (("s", seq(x, lit("!"))), ("X", lit("x"))), calls=frozenset({"X"})),
+        Grammar("s", (("s", lit("s")), ("X", seq(lit("x"), x)))),
+    ]
+
+
+@pytest.mark.parametrize("k", range(9))
+def test_asking_for_regular_rules_only_gives_them_or_none(k: int) -> None:
+    """``regular_only``: the same rules where they resolve to one body with no reference
+    (regular), None exactly where they do not (a rule stays), before anything is inlined."""
+    g = _grammars()[k]
+    full = resolve_rules(g)
+    got = resolve_rules(g, regular_only=True)
+    assert (got is not None) == full.regular
+    if got is not None:
+        assert got == full
+    assert {full.regular for full in map(resolve_rules, _grammars())} == {True, False}
