@@ -86,7 +86,7 @@ def _rounds(
     return block, False
 
 
-def _predecessors(src: NDArray[Any], dst: NDArray[Any], n: int) -> tuple[NDArray[Any], NDArray[np.int64]]:
+def predecessors(src: NDArray[Any], dst: NDArray[Any], n: int) -> tuple[NDArray[Any], NDArray[np.int64]]:
     """CSR of the states with a transition into each state, from the transitions
     ``src -> dst``: ``pred[start[t]:start[t + 1]]`` (``pred`` of ``src``'s integer type)."""
     order = np.argsort(dst, kind="stable")
@@ -188,7 +188,7 @@ def _incremental_rounds(
         live_src[at:end] = s_ + lo
         live_col[at:end] = c_
         live_tgt[at:end] = part[s_, c_]
-    src, pstart = _predecessors(live_src, live_tgt, n)
+    src, pstart = predecessors(live_src, live_tgt, n)
     del live_src
     # random odd multipliers, one pair per column (more drawn, fixed seed, for a wide table)
     mult = (_MULT if c <= _MULT.shape[1] else np.random.default_rng(c).integers(1, 2**62, size=(2, c)) | 1)[:, :c]

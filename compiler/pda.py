@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 from maskc.compiler.dfa import (DEAD, Dfa, LazyRows, compress_classes, coreachable, determinize_rules, distinct_in_order,
                                 SMALL_TABLE, first_seen, sorted_unique)
 from maskc.compiler.errors import EmptyLanguage, GrammarError, StateLimitExceeded
-from maskc.compiler.minimize import MAX_STATES, gather_rows, refine
+from maskc.compiler.minimize import MAX_STATES, gather_rows, predecessors, refine
 from maskc.compiler.nfa import lower_rules
 from maskc.compiler.options import CompileOptions
 from maskc.compiler.rules import ResolvedRules
@@ -111,17 +111,13 @@ def _live(byte_t: NDArray[np.int32], call_t: NDArray[np.int32], accepting: NDArr
     width = byte_t.shape[1]
     flat = byte_t.reshape(-1) if byte_t.flags.c_contiguous else np.ascontiguousarray(byte_t).reshape(-1)
     cells = np.flatnonzero(flat >= 0)
-    dst = flat[cells]
-    order = np.argsort(dst, kind="stable")
-    byte_src = (cells[order] // width).astype(np.int32)  # byte predecessors, by target
-    byte_at = np.searchsorted(dst[order], np.arange(n + 1))
-    del cells, dst, order
+    byte_src, byte_at = predecessors((cells // width).astype(np.int32), flat[cells], n)
+    del cells
     call_q, call_rule = np.nonzero(call_t >= 0)
     call_ret = call_t[call_q, call_rule].astype(np.int64)
-    by_ret = np.argsort(call_ret, kind="stable")  # call edges by return state
-    ret_at = np.searchsorted(call_ret[by_ret], np.arange(n + 1))
-    by_rule = np.argsort(call_rule, kind="stable")  # call edges by rule
-    rule_at = np.searchsorted(call_rule[by_rule], np.arange(r + 1))
+    edge = np.arange(call_q.shape[0], dtype=np.int64)
+    by_ret, ret_at = predecessors(edge, call_ret, n)  # call edges by return state
+    by_rule, rule_at = predecessors(edge, call_rule, r)  # call edges by rule
     start_arr = np.asarray(starts, dtype=np.int64)
     live = accepting.copy()
     productive = np.zeros(r, dtype=np.bool_)
