@@ -225,7 +225,7 @@ def _incremental_rounds(
             if moved_list is None:
                 break
             pred = gather_rows(pstart, src, np.asarray(moved_list, dtype=np.int64))
-            dirty = sorted_unique(pred)
+            dirty = sorted_unique(pred, n)
             continue
         b = block[dirty]
         match = has_sig[b] & (h[:, 0] == sig1[b]) & (h[:, 1] == sig2[b])
@@ -271,7 +271,7 @@ def _incremental_rounds(
         moved = dirty[rest[moving]]
         block[moved] = fresh[gid[moving]]
         pred = gather_rows(pstart, src, moved)
-        dirty = sorted_unique(pred)
+        dirty = sorted_unique(pred, n)
     if stable and not _is_congruence(block, init, out, live_col, live_tgt):  # a hash collision merged two rows
         if early is not None:  # (a run of early_at rounds that stopped as stable would rerun too)
             early.append(_dense(taken) if taken is not None

@@ -414,13 +414,14 @@ def test_sorted_unique_matches_numpy_unique(dtype: type) -> None:
     from maskc.compiler.dfa import sorted_unique
 
     rng = np.random.default_rng(7)
-    for n, bound in ((0, 5), (1, 3), (2, 1), (50, 60), (3000, 100), (20000, 250)):
+    for n, bound in ((0, 5), (1, 3), (2, 1), (50, 60), (3000, 100), (20000, 250), (30, 2000), (200, 250)):
         ids = rng.integers(0, bound, size=n).astype(dtype)
-        got = sorted_unique(ids)
         want = np.unique(ids)
-        assert got.dtype == want.dtype
-        assert got.tolist() == want.tolist()
-        assert not np.shares_memory(got, ids) or n == 0
+        # without a bound (one sort), and with one: marked in a table where the ids are many
+        for got in (sorted_unique(ids), sorted_unique(ids, bound)):
+            assert got.dtype == want.dtype
+            assert got.tolist() == want.tolist()
+            assert not np.shares_memory(got, ids) or n == 0
 
 
 @pytest.mark.parametrize("seed", range(8))
