@@ -712,17 +712,21 @@ def align(
         if deadline is not None and time.monotonic() > deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
         states = rep[i : i + chunk]
-        long_ok = _batch_allowed(dfa, long_, states, seq_memo) if long_.lengths.size else \
-            [np.zeros(0, dtype=np.int64)] * states.shape[0]
-        for j, s in enumerate(states.tolist()):
-            packed = short_ok[int(block_s[s])]
-            ok_l = np.zeros(long_.lengths.shape[0] + 1, dtype=np.bool_)
-            ok_l[long_ok[j]] = True
-            ok_l[-1] = bool(dfa.accepting[s])
+        k = states.shape[0]
+        # per state: its long sequences allowed, then whether it accepts (EOS), as one row
+        oks = np.zeros((k, long_.lengths.shape[0] + 1), dtype=np.bool_)
+        if long_.lengths.size:
+            long_ok = _batch_allowed(dfa, long_, states, seq_memo)
+            oks[np.repeat(np.arange(k), [a.shape[0] for a in long_ok]), np.concatenate(long_ok)] = True
+        oks[:, -1] = dfa.accepting[states]
+        keys = np.packbits(oks, axis=1)
+        for j, b in enumerate(block_s[states].tolist()):
+            packed = short_ok[b]
             # short blocks of one content share one object (``distinct`` above): keyed by it
-            key = (id(packed), np.packbits(ok_l).tobytes())
+            key = (id(packed), keys[j].tobytes())
             m = memo.get(key)
             if m is None:
+                ok_l = oks[j]
                 if packed.dtype == np.uint8:  # a bitset over the short tokens, read by every token
                     ext = np.zeros(trie.num_tokens + 1, dtype=np.bool_)  # (the last: not a short token)
                     bits: NDArray[np.uint8] = packed.view(np.uint8)
