@@ -31,8 +31,9 @@ from numpy.typing import NDArray
 from maskc.compiler.dfa import Dfa, sorted_unique
 from maskc.compiler.errors import TimeLimitExceeded
 from maskc.compiler.minimize import refine, refine_pair
-from maskc.compiler.trie import (ClassTrie, PairMemo, TokenTrie, build_trie, byte_class_trie, class_trie, first_node,
-                                 loop_region, sink_table, walk_dense, walk_loops, walk_memo, walk_sparse)
+from maskc.compiler.trie import (ClassTrie, PairMemo, TokenTrie, build_trie, byte_class_trie, class_trie, detour_region,
+                                 first_node, loop_region, sink_table, walk_dense, walk_detours, walk_loops, walk_memo,
+                                 walk_sparse)
 
 __all__ = ["ClassSeqs", "class_sequences", "align", "TokenTable", "SHORT_TOKEN"]
 
@@ -495,10 +496,87 @@ def _wide(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64]) -> NDArray[np.bo
     return out
 
 
+DETOUR_STATES = 16  # the most states a loop's detours may pass through (UTF-8 needs 7)
+
+
+def _detours(dfa: Dfa, looping: list[int]) -> tuple[NDArray[np.int64], NDArray[np.int64]] | None:
+    """The detours of looping states from the loop through the middle of a multi-byte UTF-8
+    character and back, as one automaton relative to the loop: ``(rel, places)`` where
+    ``rel[r, c]`` is the relative state class ``c`` leads to from relative state ``r`` (0:
+    the looping state; -1: the walk leaves), and ``places[j, r]`` the state of
+    ``looping[j]``'s walk at ``r`` (-1 where that state's detours differ: it is walked
+    otherwise). None where the first state has no such detours.
+
+    A string interior loops on ASCII characters, and a token with a non-ASCII byte leaves
+    that loop: a lead byte goes to a state of its own and the continuation bytes come back.
+    Inside the detours each walk stays alive, as inside the loop (:func:`detour_region`)."""
+    trans = dfa.trans
+    s0 = looping[0]
+    cont = np.zeros(dfa.num_classes, dtype=np.bool_)  # classes of continuation bytes only
+    cont[np.unique(dfa.byte_class[0x80:0xC0])] = True
+    cont[np.unique(np.concatenate([dfa.byte_class[:0x80], dfa.byte_class[0xC0:]]))] = False
+    order = [s0]
+    index = {s0: 0}
+    via: list[tuple[int, int]] = [(-1, -1)]  # how each relative state is first reached
+    keep: set[int] = set()
+    i = 0
+    while i < len(order):  # states whose moves are all on continuation bytes, breadth first
+        row = trans[order[i]].tolist()
+        for c, t in enumerate(row):
+            if t < 0 or t in index:
+                continue
+            live = trans[t] >= 0
+            if not live.any() or (live & ~cont).any():
+                continue
+            if len(order) > DETOUR_STATES:
+                return None
+            index[t] = len(order)
+            order.append(t)
+            via.append((i, c))
+            keep.add(t)
+        i += 1
+    changed = True
+    while changed:  # only those whose moves stay among them or return to the loop
+        changed = False
+        for t in list(keep):
+            if any(u >= 0 and u != s0 and u not in keep for u in trans[t].tolist()):
+                keep.discard(t)
+                changed = True
+    if not keep:
+        return None
+    kept = [0] + [r for r in range(1, len(order)) if order[r] in keep]  # (breadth first still)
+    renum = {r: j for j, r in enumerate(kept)}
+    if any(via[r][0] not in renum for r in kept[1:]):
+        return None
+    rel = np.full((len(kept), dfa.num_classes), -1, dtype=np.int64)
+    for j, r in enumerate(kept):
+        for c, t in enumerate(trans[order[r]].tolist()):
+            if t == s0:
+                rel[j, c] = 0
+            elif t in keep:
+                rel[j, c] = renum[index[t]]
+    k = len(looping)
+    places = np.full((k, len(kept)), -1, dtype=np.int64)
+    places[:, 0] = looping
+    for j, r in enumerate(kept[1:], start=1):
+        pr, c = via[r]
+        src = places[:, renum[pr]]
+        places[:, j] = np.where(src >= 0, trans[np.maximum(src, 0), c], -1)
+    ok = (places >= 0).all(axis=1)
+    for j in range(len(kept)):  # every move inside the detours lands where the first state's does
+        want = rel[j]
+        inside = want >= 0
+        rows = trans[np.maximum(places[:, j], 0)][:, inside]
+        ok &= (rows == places[:, want[inside]]).all(axis=1)
+    places[~ok] = -1
+    return rel, places
+
+
 def _short_allowed(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64], flat_trans: NDArray[np.int64],
                    node_class: NDArray[np.int64], ctries: list[ClassTrie], many_wide: bool,
                    deadline: float | None, blocks: NDArray[np.int64],
-                   memos: dict[int, PairMemo], canon: NDArray[np.int64] | None) -> list[NDArray[np.int32] | NDArray[np.uint8]]:
+                   memos: dict[int, PairMemo], canon: NDArray[np.int64] | None,
+                   regions: dict[tuple[int, bytes], Any] | None = None) -> list[NDArray[np.int32] | NDArray[np.uint8]]:
     """Per state: the short tokens it allows (indices into the trie's tokens), packed (:func:`_pack`).
 
     The walks run over the trie labelled by class (built on first need into ``ctries``:
@@ -536,10 +614,14 @@ def _short_allowed(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64], flat_tr
                 groups.setdefault(loops[x].tobytes(), []).append(x)
             else:
                 dense.append(x)
-        for xs in groups.values():
-            region = loop_region(ct, loops[xs[0]])
+        if regions is None:
+            regions = {}
+        for key, xs in groups.items():
+            region = regions.get((id(ct), key))
+            if region is None:
+                region = regions[(id(ct), key)] = loop_region(ct, loops[xs[0]])
             if region[1].shape[0] * 4 < trie.num_tokens * 3:  # a quarter of the tokens leave the loop
-                dense.extend(xs)
+                dense.extend(_walk_detours(dfa, ct, flat_trans, ws, xs, out, wide, n, deadline, regions))
                 continue
             for i in range(0, len(xs), LOOP_BATCH):
                 if deadline is not None and time.monotonic() > deadline:
@@ -582,6 +664,45 @@ def _short_allowed(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64], flat_tr
             out[j] = _pack(ok_idx, n)
         start = stop
     return out
+
+
+def _walk_detours(dfa: Dfa, ct: ClassTrie, flat_trans: NDArray[np.int64], ws: NDArray[np.int64], xs: list[int],
+                  out: list[NDArray[np.int32] | NDArray[np.uint8]], wide: NDArray[np.int64], n: int,
+                  deadline: float | None, regions: dict[tuple[int, bytes], Any]) -> list[int]:
+    """Walk the wide states ``ws[xs]`` of one loop over the loop and its UTF-8 detours
+    (:func:`_detours`) where three quarters of the tokens stay inside them, writing ``out``;
+    the states left to walk node by node."""
+    got = _detours(dfa, ws[xs].tolist())
+    if got is None:
+        return xs
+    rel, places = got
+    key = (id(ct), b"detours" + rel.tobytes())  # (the loops' key is their classes' flags)
+    found = regions.get(key)
+    if found is None:
+        region = detour_region(ct, rel)
+        inside = np.zeros(n, dtype=np.bool_)  # the tokens every state allows
+        inside[region[2]] = True
+        found = regions[key] = (region, inside)
+    region, inside = found
+    stay = region[2]
+    if stay.shape[0] * 4 < n * 3:
+        return xs
+    follow = places[:, 0] >= 0
+    rest = [x for x, f in zip(xs, follow.tolist()) if not f]
+    part = np.flatnonzero(follow)
+    for i in range(0, part.shape[0], LOOP_BATCH):
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeLimitExceeded("compile time (s)", limit=0)
+        sel = part[i : i + LOOP_BATCH]
+        for j, past in zip(sel.tolist(), walk_detours(ct, flat_trans, dfa.num_classes, dfa.num_states, places[sel],
+                                                      region)):
+            if stay.shape[0] + past.shape[0] <= MEMO_BY_CONTENT:  # (as _pack: the two never share a token)
+                out[int(wide[xs[j]])] = _pack(np.concatenate([stay, past]), n)
+            else:
+                bits = inside.copy()
+                bits[past] = True
+                out[int(wide[xs[j]])] = np.packbits(bits)
+    return rest
 
 
 def _pack(ok: NDArray[np.int64], n: int) -> NDArray[np.int32] | NDArray[np.uint8]:
@@ -691,6 +812,7 @@ def align(
     many_wide = int(np.count_nonzero(_wide(dfa, trie, rep_s))) >= MANY_WIDE if rep_s.size else False
     short_chunk = 128  # a wide state's allowed tokens take ~1 MB until packed
     memos: dict[int, PairMemo] = {}
+    regions: dict[tuple[int, bytes], Any] = {}  # loop and detour regions, per class trie and loop
     # kept once per content: a large grammar's short blocks are tens of thousands, their
     # allowed sets a thousand distinct (JSON Schema Store's config.json: 75 MiB as computed)
     distinct: dict[tuple[str, bytes], NDArray[np.int32] | NDArray[np.uint8]] = {}
@@ -698,7 +820,7 @@ def align(
         if deadline is not None and time.monotonic() > deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
         for got in _short_allowed(dfa, trie, rep_s[i : i + short_chunk], flat_trans, node_class, ctries,
-                                  many_wide, deadline, blocks, memos, canon):
+                                  many_wide, deadline, blocks, memos, canon, regions):
             short_ok.append(distinct.setdefault((got.dtype.char, got.tobytes()), got))
         if progress is not None:
             progress(min(i + short_chunk, rep_s.shape[0]), rep_s.shape[0] + nblocks)

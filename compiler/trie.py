@@ -450,6 +450,44 @@ def walk_loops(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int,
     return [np.concatenate([stay_tokens, got]) for got in moved]
 
 
+DetourRegion = tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]
+"""(boundary nodes, the relative state each is left from, the tokens that end inside)."""
+
+
+def detour_region(trie: ClassTrie, rel: NDArray[np.int64]) -> DetourRegion:
+    """:func:`loop_region` for a loop with detours: ``rel`` (``[r, classes]``) is a small
+    automaton relative to a looping state (0: the state itself; others: states its walks
+    pass through and come back from, such as the middle of a UTF-8 character), -1 where a
+    class leaves it. The nodes a walk reaches inside it are the stay region; returns the
+    first nodes past it (the boundary), the relative state each boundary node is left from,
+    and the tokens that end inside."""
+    ext = np.vstack([rel, np.full((1, rel.shape[1]), -1, dtype=np.int64)])  # (row -1: outside)
+    at = np.empty(trie.num_nodes, dtype=np.int64)  # each node's relative state, -1 outside
+    lv = trie.level.tolist()
+    for d in range(len(lv) - 1):
+        lo, hi = lv[d], lv[d + 1]
+        at[lo:hi] = ext[0, trie.klass[lo:hi]] if d == 0 else ext[at[trie.parent[lo:hi]], trie.klass[lo:hi]]
+    from_r = np.zeros(trie.num_nodes, dtype=np.int64)  # the relative state a node is entered from
+    has_parent = trie.parent >= 0
+    from_r[has_parent] = at[trie.parent[has_parent]]
+    boundary = np.flatnonzero((at < 0) & (from_r >= 0))
+    return boundary, from_r[boundary], np.flatnonzero(at[trie.end] >= 0)
+
+
+def walk_detours(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int, dead: int,
+                 places: NDArray[np.int64], region: DetourRegion) -> list[NDArray[np.int64]]:
+    """:func:`walk_loops` for states whose walks follow one relative automaton
+    (:func:`detour_region`): ``places[j, r]`` is the state of ``j``'s walk at relative
+    state ``r``. Inside the region each walk stays alive; past a boundary node it is
+    followed from the state it reaches there. Per state, the tokens allowed past the
+    region only (those inside, ``region[2]``, are allowed in every state)."""
+    boundary, from_r, _ = region
+    nxt = flat_trans[places[:, from_r] * num_classes + trie.klass[None, boundary]]
+    owner, col = np.nonzero(nxt != dead)
+    return _expand(trie, flat_trans, num_classes, dead, owner.astype(np.int64), boundary[col], nxt[owner, col],
+                   int(places.shape[0]))
+
+
 def _expand(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int, dead: int, owner: NDArray[np.int64],
             node: NDArray[np.int64], state: NDArray[np.int64], k: int) -> list[NDArray[np.int64]]:
     """Follow live (owner, node, state) triples down the trie: per owner, the tokens reached

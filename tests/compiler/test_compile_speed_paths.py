@@ -133,6 +133,91 @@ def test_loop_walk_matches_a_byte_by_byte_walk(seed: int) -> None:
             assert len(set(g.tolist())) == g.shape[0]
 
 
+_CHARS = ["a", "b", "k", "x", "0", " ", "ä", "é", "中", "語", "😀", "ß"]
+
+
+def _utf8_tokens(rng: random.Random, n: int) -> list[bytes]:
+    """Tokens of JSON text: letters and multi-byte characters, quotes, punctuation, cut
+    characters (a lone lead byte, a lone continuation byte) and broken ones (a lead byte
+    followed by a letter or a quote, a continuation byte too many)."""
+    extra = [b'"', b'",', b'":', b'{"', b'"}', b",", b"}", b"\\", b"\xe4", b"\xb8\xad", b"\xf0\x9f",
+             b"\xe4a", b'\xc3"', b"\xe4\xb8a", b"a\xc3\xa4\xa4", b"\xf0\x9f\x98"]
+    out = [t for t in extra]
+    while len(out) < n:
+        text = "".join(rng.choice(_CHARS) for _ in range(rng.randint(1, 4)))
+        data = text.encode()
+        if rng.random() < 0.15:
+            data = data + rng.choice([b'"', b'",', b'":'])
+        out.append(data)
+    return out
+
+
+def _string_dfa() -> Dfa:
+    """The automaton of an object with three free string values (string interiors that loop
+    on ASCII and take UTF-8 characters through states of their own)."""
+    import maskc
+    from maskc.compiler.pipeline import compile_source
+
+    vocab = maskc.Vocabulary.from_tokens([c for c in "abkx0 {}\",:"] + ["<eos>"], eos="<eos>", name="chars")
+    schema = {"type": "object", "properties": {k: {"type": "string"} for k in ("ab", "kx", "x")},
+              "required": ["ab", "kx", "x"], "additionalProperties": False}
+    return compile_source("json_schema", schema, vocab).dfa
+
+
+def test_detour_walk_matches_a_byte_by_byte_walk() -> None:
+    """String interiors walked over their loop and its UTF-8 detours (the tokens that stay
+    inside, then each walk from the boundary on) allow exactly the tokens a byte-by-byte
+    walk allows, on the byte trie and the class-merged one."""
+    from maskc.compiler.align import _detours
+    from maskc.compiler.trie import detour_region, walk_detours
+
+    d = _string_dfa()
+    a = int(d.byte_class[ord("a")])
+    looping = [s for s in range(d.num_states) if int(d.trans[s, a]) == s]
+    assert len(looping) >= 3  # one per string value
+    got = _detours(d, looping)
+    assert got is not None
+    rel, places = got
+    assert rel.shape[0] > 1  # a detour: the middle of a multi-byte character
+    follow = [j for j in range(len(looping)) if places[j, 0] >= 0]
+    assert len(follow) == len(looping)  # every string interior has the same detours
+    rng = random.Random(5)
+    tokens = _utf8_tokens(rng, 400)
+    trie = _trie_of(tokens)
+    node_class = d.byte_class.astype(np.int64)[trie.byte]
+    for labelled in (byte_class_trie(trie, node_class), class_trie(trie, node_class, d.num_classes)):
+        region = detour_region(labelled, rel)
+        assert 0 < region[2].shape[0] < len(tokens)
+        moved = walk_detours(labelled, sink_table(d.trans), d.num_classes, d.num_states, places, region)
+        for j, s in enumerate(looping):
+            allowed = np.concatenate([region[2], moved[j]]).tolist()
+            assert len(set(allowed)) == len(allowed)
+            assert sorted(allowed) == [i for i, t in enumerate(tokens) if d.walk(s, t) >= 0]
+
+
+def test_detours_refuse_states_whose_detours_differ() -> None:
+    """A looping state whose multi-byte detour leads elsewhere than the first state's is not
+    given the first one's places (it is walked node by node)."""
+    from maskc.compiler.align import _detours
+
+    d = _string_dfa()
+    a = int(d.byte_class[ord("a")])
+    looping = [s for s in range(d.num_states) if int(d.trans[s, a]) == s]
+    trans = np.array(d.trans)
+    lead = int(d.byte_class[0xC3])  # the lead byte of "ä"
+    mid = int(trans[looping[1], lead])
+    cont = int(d.byte_class[0xA4])
+    trans = np.vstack([trans, trans[mid]])  # a copy of the detour state that returns elsewhere
+    trans[-1, cont] = looping[2]
+    trans[looping[1], lead] = trans.shape[0] - 1
+    changed = Dfa(trans.astype(np.int32), d.byte_class, np.append(d.accepting, False))
+    got = _detours(changed, looping)
+    assert got is not None
+    _, places = got
+    assert places[0, 0] == looping[0] and places[2, 0] == looping[2]
+    assert (places[1] == -1).all()
+
+
 def test_trie_shares_prefixes_and_keeps_every_token() -> None:
     trie = _trie_of([b"ab", b"abc", b"a", b"b", b"ab"])
     assert trie.num_nodes == 4  # a, b, ab, abc
