@@ -31,9 +31,8 @@ from numpy.typing import NDArray
 from maskc.compiler.dfa import Dfa, sorted_unique
 from maskc.compiler.errors import TimeLimitExceeded
 from maskc.compiler.minimize import refine, refine_pair
-from maskc.compiler.trie import (ClassTrie, PairMemo, TokenTrie, build_trie, byte_class_trie, class_trie, detour_region,
-                                 first_node, loop_region, sink_table, walk_dense, walk_detours, walk_loops, walk_memo,
-                                 walk_sparse)
+from maskc.compiler.trie import (ClassTrie, PairMemo, TokenTrie, build_trie, byte_class_trie, class_trie, first_node,
+                                 loop_region, sink_table, walk_dense, walk_loops, walk_memo, walk_sparse)
 
 __all__ = ["ClassSeqs", "class_sequences", "align", "TokenTable", "SHORT_TOKEN"]
 
@@ -509,7 +508,7 @@ def _detours(dfa: Dfa, looping: list[int]) -> tuple[NDArray[np.int64], NDArray[n
 
     A string interior loops on ASCII characters, and a token with a non-ASCII byte leaves
     that loop: a lead byte goes to a state of its own and the continuation bytes come back.
-    Inside the detours each walk stays alive, as inside the loop (:func:`detour_region`)."""
+    Inside the detours each walk stays alive, as inside the loop (:func:`~maskc.compiler.trie.loop_region`)."""
     trans = dfa.trans
     s0 = looping[0]
     cont = np.zeros(dfa.num_classes, dtype=np.bool_)  # classes of continuation bytes only
@@ -576,7 +575,7 @@ def _short_allowed(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64], flat_tr
                    node_class: NDArray[np.int64], ctries: list[ClassTrie], many_wide: bool,
                    deadline: float | None, blocks: NDArray[np.int64],
                    memos: dict[int, PairMemo], canon: NDArray[np.int64] | None,
-                   regions: dict[tuple[int, bytes], Any] | None = None) -> list[NDArray[np.int32] | NDArray[np.uint8]]:
+                   regions: dict[tuple[int, int, bytes], Any]) -> list[NDArray[np.int32] | NDArray[np.uint8]]:
     """Per state: the short tokens it allows (indices into the trie's tokens), packed (:func:`_pack`).
 
     The walks run over the trie labelled by class (built on first need into ``ctries``:
@@ -614,21 +613,14 @@ def _short_allowed(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64], flat_tr
                 groups.setdefault(loops[x].tobytes(), []).append(x)
             else:
                 dense.append(x)
-        if regions is None:
-            regions = {}
-        for key, xs in groups.items():
-            region = regions.get((id(ct), key))
-            if region is None:
-                region = regions[(id(ct), key)] = loop_region(ct, loops[xs[0]])
-            if region[1].shape[0] * 4 < trie.num_tokens * 3:  # a quarter of the tokens leave the loop
-                dense.extend(_walk_detours(dfa, ct, flat_trans, ws, xs, out, wide, n, deadline, regions))
-                continue
-            for i in range(0, len(xs), LOOP_BATCH):
-                if deadline is not None and time.monotonic() > deadline:
-                    raise TimeLimitExceeded("compile time (s)", limit=0)
-                part = np.asarray(xs[i : i + LOOP_BATCH], dtype=np.int64)
-                for x, got in zip(part.tolist(), walk_loops(ct, flat_trans, dfa.num_classes, dead, ws[part], region)):
-                    out[int(wide[x])] = _pack(got, n)
+        for xs in groups.values():
+            plain = np.where(loops[xs[0]], 0, -1)[None, :].astype(np.int64)  # the loop alone
+            rest = _walk_loop(dfa, ct, flat_trans, xs, plain, ws[xs][:, None], out, wide, n, deadline, regions)
+            if rest:  # a quarter of the tokens leave the loop: with its UTF-8 detours, perhaps fewer
+                got = _detours(dfa, ws[xs].tolist())
+                if got is not None:
+                    rest = _walk_loop(dfa, ct, flat_trans, xs, got[0], got[1], out, wide, n, deadline, regions)
+            dense.extend(rest)
         dense.sort()
         if len(dense) > 1:  # walks past the first byte, shared between the states (when fewer)
             if deadline is not None and time.monotonic() > deadline:
@@ -666,20 +658,17 @@ def _short_allowed(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64], flat_tr
     return out
 
 
-def _walk_detours(dfa: Dfa, ct: ClassTrie, flat_trans: NDArray[np.int64], ws: NDArray[np.int64], xs: list[int],
-                  out: list[NDArray[np.int32] | NDArray[np.uint8]], wide: NDArray[np.int64], n: int,
-                  deadline: float | None, regions: dict[tuple[int, bytes], Any]) -> list[int]:
-    """Walk the wide states ``ws[xs]`` of one loop over the loop and its UTF-8 detours
-    (:func:`_detours`) where three quarters of the tokens stay inside them, writing ``out``;
-    the states left to walk node by node."""
-    got = _detours(dfa, ws[xs].tolist())
-    if got is None:
-        return xs
-    rel, places = got
-    key = (id(ct), b"detours" + rel.tobytes())  # (the loops' key is their classes' flags)
+def _walk_loop(dfa: Dfa, ct: ClassTrie, flat_trans: NDArray[np.int64], xs: list[int], rel: NDArray[np.int64],
+               places: NDArray[np.int64], out: list[NDArray[np.int32] | NDArray[np.uint8]], wide: NDArray[np.int64],
+               n: int, deadline: float | None, regions: dict[tuple[int, int, bytes], Any]) -> list[int]:
+    """Walk the wide states ``xs`` of one loop (``rel``, with each state's ``places``: see
+    :func:`~maskc.compiler.trie.walk_loops`) where three quarters of the tokens stay inside
+    it, writing ``out``; the states left to walk otherwise (all of them where more leave, and
+    those whose places are -1). Regions are kept in ``regions`` for the alignment."""
+    key = (id(ct), rel.shape[0], rel.tobytes())
     found = regions.get(key)
     if found is None:
-        region = detour_region(ct, rel)
+        region = loop_region(ct, rel)
         inside = np.zeros(n, dtype=np.bool_)  # the tokens every state allows
         inside[region[2]] = True
         found = regions[key] = (region, inside)
@@ -694,8 +683,8 @@ def _walk_detours(dfa: Dfa, ct: ClassTrie, flat_trans: NDArray[np.int64], ws: ND
         if deadline is not None and time.monotonic() > deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
         sel = part[i : i + LOOP_BATCH]
-        for j, past in zip(sel.tolist(), walk_detours(ct, flat_trans, dfa.num_classes, dfa.num_states, places[sel],
-                                                      region)):
+        for j, past in zip(sel.tolist(), walk_loops(ct, flat_trans, dfa.num_classes, dfa.num_states, places[sel],
+                                                    region)):
             if stay.shape[0] + past.shape[0] <= MEMO_BY_CONTENT:  # (as _pack: the two never share a token)
                 out[int(wide[xs[j]])] = _pack(np.concatenate([stay, past]), n)
             else:
@@ -812,7 +801,7 @@ def align(
     many_wide = int(np.count_nonzero(_wide(dfa, trie, rep_s))) >= MANY_WIDE if rep_s.size else False
     short_chunk = 128  # a wide state's allowed tokens take ~1 MB until packed
     memos: dict[int, PairMemo] = {}
-    regions: dict[tuple[int, bytes], Any] = {}  # loop and detour regions, per class trie and loop
+    regions: dict[tuple[int, int, bytes], Any] = {}  # loop regions, per class trie and loop
     # kept once per content: a large grammar's short blocks are tens of thousands, their
     # allowed sets a thousand distinct (JSON Schema Store's config.json: 75 MiB as computed)
     distinct: dict[tuple[str, bytes], NDArray[np.int32] | NDArray[np.uint8]] = {}

@@ -419,48 +419,17 @@ def walk_sparse(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int
                    first[owner, col], int(states.shape[0]))
 
 
-def loop_region(trie: ClassTrie, loops: NDArray[np.bool_]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """The nodes a walk reaches on the classes ``loops`` alone (the "stay" region): the
-    first nodes past it (the "boundary"), and the tokens that end inside it."""
-    stay = np.empty(trie.num_nodes, dtype=np.bool_)
-    in_loop = loops[trie.klass]
-    lv = trie.level.tolist()
-    for d in range(len(lv) - 1):
-        lo, hi = lv[d], lv[d + 1]
-        stay[lo:hi] = in_loop[lo:hi] if d == 0 else in_loop[lo:hi] & stay[trie.parent[lo:hi]]
-    under = np.ones(trie.num_nodes, dtype=np.bool_)  # the parent is the root or stays
-    has_parent = trie.parent >= 0
-    under[has_parent] = stay[trie.parent[has_parent]]
-    return np.flatnonzero(under & ~in_loop), np.flatnonzero(stay[trie.end])
-
-
-def walk_loops(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int, dead: int,
-               states: NDArray[np.int64], region: tuple[NDArray[np.int64], NDArray[np.int64]]) -> list[NDArray[np.int64]]:
-    """As :func:`walk_sparse`, for states that all loop to
-    themselves on the classes of ``region`` (:func:`loop_region`).
-
-    Inside the region each walk stays in its own state, so its tokens are allowed; a walk
-    leaves the region once, at a boundary node, and only from there on is it followed.
-    """
-    boundary, stay_tokens = region
-    nxt = flat_trans[states[:, None] * num_classes + trie.klass[None, boundary]]
-    owner, col = np.nonzero(nxt != dead)
-    moved = _expand(trie, flat_trans, num_classes, dead, owner.astype(np.int64), boundary[col], nxt[owner, col],
-                    int(states.shape[0]))
-    return [np.concatenate([stay_tokens, got]) for got in moved]
-
-
-DetourRegion = tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]
+LoopRegion = tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]
 """(boundary nodes, the relative state each is left from, the tokens that end inside)."""
 
 
-def detour_region(trie: ClassTrie, rel: NDArray[np.int64]) -> DetourRegion:
-    """:func:`loop_region` for a loop with detours: ``rel`` (``[r, classes]``) is a small
-    automaton relative to a looping state (0: the state itself; others: states its walks
-    pass through and come back from, such as the middle of a UTF-8 character), -1 where a
-    class leaves it. The nodes a walk reaches inside it are the stay region; returns the
-    first nodes past it (the boundary), the relative state each boundary node is left from,
-    and the tokens that end inside."""
+def loop_region(trie: ClassTrie, rel: NDArray[np.int64]) -> LoopRegion:
+    """The nodes a walk reaches inside a loop (the "stay" region). ``rel`` (``[r,
+    classes]``) is the loop as a small automaton relative to a looping state: 0 is the
+    state itself (a class it loops on leads back to 0), other rows are states its walks
+    pass through and come back from, such as the middle of a UTF-8 character; -1 where a
+    class leaves. Returns the first nodes past the region (the boundary), the relative
+    state each boundary node is left from, and the tokens that end inside."""
     ext = np.vstack([rel, np.full((1, rel.shape[1]), -1, dtype=np.int64)])  # (row -1: outside)
     at = np.empty(trie.num_nodes, dtype=np.int64)  # each node's relative state, -1 outside
     lv = trie.level.tolist()
@@ -474,13 +443,14 @@ def detour_region(trie: ClassTrie, rel: NDArray[np.int64]) -> DetourRegion:
     return boundary, from_r[boundary], np.flatnonzero(at[trie.end] >= 0)
 
 
-def walk_detours(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int, dead: int,
-                 places: NDArray[np.int64], region: DetourRegion) -> list[NDArray[np.int64]]:
-    """:func:`walk_loops` for states whose walks follow one relative automaton
-    (:func:`detour_region`): ``places[j, r]`` is the state of ``j``'s walk at relative
-    state ``r``. Inside the region each walk stays alive; past a boundary node it is
-    followed from the state it reaches there. Per state, the tokens allowed past the
-    region only (those inside, ``region[2]``, are allowed in every state)."""
+def walk_loops(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int, dead: int,
+               places: NDArray[np.int64], region: LoopRegion) -> list[NDArray[np.int64]]:
+    """As :func:`walk_sparse`, for states whose walks follow one loop (:func:`loop_region`):
+    ``places[j, r]`` is the state of ``j``'s walk at relative state ``r`` (column 0: the
+    state itself). Inside the region each walk stays alive, so its tokens are allowed; a
+    walk leaves the region once, at a boundary node, and only from there on is it followed.
+    Per state, the tokens allowed past the region only (those inside, ``region[2]``, are
+    allowed in every state)."""
     boundary, from_r, _ = region
     nxt = flat_trans[places[:, from_r] * num_classes + trie.klass[None, boundary]]
     owner, col = np.nonzero(nxt != dead)

@@ -125,10 +125,13 @@ def test_loop_walk_matches_a_byte_by_byte_walk(seed: int) -> None:
     node_class = d.byte_class.astype(np.int64)[trie.byte]
     loops = np.zeros(d.num_classes, dtype=np.bool_)
     loops[loop_classes] = True
+    plain = np.where(loops, 0, -1)[None, :].astype(np.int64)  # the loop as a one-state automaton
     for labelled in (byte_class_trie(trie, node_class), class_trie(trie, node_class, d.num_classes)):
-        got = walk_loops(labelled, sink_table(d.trans), d.num_classes, d.num_states,
-                         np.asarray(looping, dtype=np.int64), loop_region(labelled, loops))
-        for s, g in zip(looping, got):
+        region = loop_region(labelled, plain)
+        past = walk_loops(labelled, sink_table(d.trans), d.num_classes, d.num_states,
+                          np.asarray(looping, dtype=np.int64)[:, None], region)
+        for s, p in zip(looping, past):
+            g = np.concatenate([region[2], p])
             assert sorted(g.tolist()) == [i for i, t in enumerate(tokens) if d.walk(s, t) >= 0]
             assert len(set(g.tolist())) == g.shape[0]
 
@@ -169,7 +172,6 @@ def test_detour_walk_matches_a_byte_by_byte_walk() -> None:
     inside, then each walk from the boundary on) allow exactly the tokens a byte-by-byte
     walk allows, on the byte trie and the class-merged one."""
     from maskc.compiler.align import _detours
-    from maskc.compiler.trie import detour_region, walk_detours
 
     d = _string_dfa()
     a = int(d.byte_class[ord("a")])
@@ -186,9 +188,9 @@ def test_detour_walk_matches_a_byte_by_byte_walk() -> None:
     trie = _trie_of(tokens)
     node_class = d.byte_class.astype(np.int64)[trie.byte]
     for labelled in (byte_class_trie(trie, node_class), class_trie(trie, node_class, d.num_classes)):
-        region = detour_region(labelled, rel)
+        region = loop_region(labelled, rel)
         assert 0 < region[2].shape[0] < len(tokens)
-        moved = walk_detours(labelled, sink_table(d.trans), d.num_classes, d.num_states, places, region)
+        moved = walk_loops(labelled, sink_table(d.trans), d.num_classes, d.num_states, places, region)
         for j, s in enumerate(looping):
             allowed = np.concatenate([region[2], moved[j]]).tolist()
             assert len(set(allowed)) == len(allowed)
