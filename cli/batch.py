@@ -531,13 +531,30 @@ def run_jobs(job: Job, settings: Sequence[Settings], started: Callable[[Job], No
     other, sharing what does not depend on the tokenizer (:func:`~maskc.compiler.pipeline.sharing_automata`).
     ``started`` and ``finished`` are called around each compile (in-process only)."""
     out: list[Result] = []
-    with sharing_automata():
+    with sharing_automata(_vocabularies(job, settings)):
         for s in settings:
             if started is not None:
                 started(job)
             out.append(run_job(job, s))
             if finished is not None:
                 finished(out[-1])
+    return out
+
+
+def _vocabularies(job: Job, settings: Sequence[Settings]) -> list[Vocabulary]:
+    """The tokenizers ``job`` compiles for (loaded once per process), where there are
+    several and they load: their short tokens are then walked once for all. One that fails
+    to load is left out here; its compile reports why."""
+    if job.failure is not None or len(settings) < 2:
+        return []
+    out: list[Vocabulary] = []
+    for s in settings:
+        try:
+            vocab = vocabulary(s)
+        except Exception:  # noqa: BLE001 - its compile reports it
+            continue
+        if isinstance(vocab, Vocabulary):
+            out.append(vocab)
     return out
 
 

@@ -21,7 +21,7 @@ run as numpy arrays, level by level:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +34,7 @@ from maskc.compiler.minimize import refine, refine_pair
 from maskc.compiler.trie import (ClassTrie, PairMemo, TokenTrie, build_trie, byte_class_trie, class_trie, first_node,
                                  loop_region, sink_table, walk_dense, walk_loops, walk_memo, walk_sparse)
 
-__all__ = ["ClassSeqs", "class_sequences", "align", "TokenTable", "SHORT_TOKEN"]
+__all__ = ["ClassSeqs", "class_sequences", "align", "TokenTable", "SHORT_TOKEN", "SharedShortTokens", "ShortWalks"]
 
 SHORT_TOKEN = 16  # tokens up to this many bytes are "short" (the vast majority)
 CLASS_TRIES = 4  # merged tries (and long-token class sequences) kept per token table
@@ -155,6 +155,83 @@ class TokenTable:
     def max_len(self) -> int:
         lens = np.diff(self.offsets)[self.walkable]
         return int(lens.max()) if lens.size else 0
+
+
+class SharedShortTokens:
+    """The short tokens of several tokenizers as one table: each distinct byte string once.
+
+    Alignment walks a DFA's states over this table's trie once for all the tokenizers and
+    reads each tokenizer's tokens out of the result (:class:`ShortWalks`): byte-level BPE
+    vocabularies share most of their short tokens (DeepSeek's and SmolLM2's trie has 280,000
+    nodes together, against 267,000 and 99,000 apart). Whether a token is allowed depends on
+    its bytes alone, so the masks are those each tokenizer's own walks give.
+    """
+
+    def __init__(self, tables: Sequence[TokenTable]) -> None:
+        index: dict[bytes, int] = {}
+        for t in tables:
+            sl = t.slices()[0]
+            raw = t.flat.tobytes()
+            for a, n in zip(sl.starts.tolist(), sl.lens.tolist()):
+                index.setdefault(raw[a : a + n], len(index))
+        strings = list(index)
+        lens = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
+        offsets = np.zeros(len(strings) + 1, dtype=np.int64)
+        np.cumsum(lens, out=offsets[1:])
+        flat = np.frombuffer(b"".join(strings), dtype=np.uint8)
+        self.table = TokenTable(flat, offsets, np.ones(len(strings), dtype=np.bool_), (), len(strings))
+        self.max_len = max((t.max_len for t in tables), default=0)
+        place = self.table.short_positions()  # a distinct string's index among the table's short tokens
+        # per tokenizer table (kept alive here, so that its arrays' ids stay its own)
+        self._views: dict[tuple[int, int], tuple[TokenTable, NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]]
+        self._views = {}
+        for t in tables:
+            sl = t.slices()[0]
+            raw = t.flat.tobytes()
+            at = place[np.fromiter((index[raw[a : a + n]] for a, n in zip(sl.starts.tolist(), sl.lens.tolist())),
+                                   dtype=np.int64, count=sl.ids.shape[0])]
+            positions = np.full(t.vocab_size, self.table.num_tokens, dtype=np.int64)
+            positions[sl.ids] = at
+            order = np.argsort(at, kind="stable")
+            starts = np.zeros(self.table.num_tokens + 1, dtype=np.int64)
+            np.cumsum(np.bincount(at, minlength=self.table.num_tokens), out=starts[1:])
+            self._views[(id(t.flat), id(t.walkable))] = (t, positions, starts, sl.ids[order])
+
+    def view(self, table: TokenTable) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]] | None:
+        """For a table of one of the tokenizers (or one with its tokens and walkable flags):
+        each token's index among the shared short tokens (their count for the others), and
+        per shared index, the token ids that spell it (``ids[starts[i]:starts[i + 1]]``);
+        None for a table of another tokenizer."""
+        got = self._views.get((id(table.flat), id(table.walkable)))
+        if got is None or got[0].flat is not table.flat or got[0].walkable is not table.walkable:
+            return None
+        return got[1], got[2], got[3]
+
+
+class ShortWalks:
+    """The walks of short tokens that one input's compiles for several tokenizers share:
+    the shared table (``tokens``: the table itself, or what builds it on first use), and
+    per automaton aligned, its short blocks' allowed tokens (and, for a recursive grammar,
+    the alignment automata), kept by the first compile for the next."""
+
+    def __init__(self, tokens: SharedShortTokens | Callable[[], SharedShortTokens]) -> None:
+        self._tokens = tokens
+        self.found: dict[Any, tuple[Any, ...]] = {}
+
+    @property
+    def tokens(self) -> SharedShortTokens:
+        if not isinstance(self._tokens, SharedShortTokens):
+            self._tokens = self._tokens()
+        return self._tokens
+
+
+def _expand_ids(ids: NDArray[np.int64], starts: NDArray[np.int64], picked: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The token ids that spell the shared short tokens ``picked`` (see :meth:`SharedShortTokens.view`)."""
+    a = starts[picked]
+    cnt = starts[picked + 1] - a
+    total = int(cnt.sum())
+    out: NDArray[np.int64] = ids[np.repeat(a - (np.cumsum(cnt) - cnt), cnt) + np.arange(total, dtype=np.int64)]
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -723,6 +800,7 @@ def align(
     only: NDArray[np.int64] | None = None,
     free_order: bool = False,
     short_blocks: NDArray[np.int64] | None = None,
+    walks: ShortWalks | None = None,
 ) -> NDArray[np.int32]:
     """Compute each state's allowed-token mask.
 
@@ -737,6 +815,10 @@ def align(
         short_blocks: the partition of the states that :data:`SHORT_TOKEN` rounds of
             refinement from the accepting states give (any numbering), where the caller has
             it; else it is computed here.
+        walks: the short tokens of this input's tokenizers, walked once for all
+            (:class:`ShortWalks`; unused where ``table`` is not one of theirs): the walks of a
+            state's short block are kept there for this automaton, and taken from there
+            when an earlier alignment of it made them.
 
     Returns:
         ``state -> mask id`` (int32 [states]).
@@ -744,8 +826,9 @@ def align(
     Raises:
         TimeLimitExceeded: ``deadline`` (``time.monotonic()``) passed.
     """
-    sl_short = table.slices()[0]
-    trie = table.trie()
+    view = walks.tokens.view(table) if walks is not None else None
+    short_table = walks.tokens.table if walks is not None and view is not None else table
+    trie = short_table.trie()
     long_ = table.long_sequences(dfa.byte_class, dfa.num_classes)
     acc = dfa.accepting.astype(np.int64)
     # Masks of short tokens depend on the first SHORT_TOKEN bytes of the future only;
@@ -755,7 +838,14 @@ def align(
         block_s, block = refine_pair(dfa.trans, acc, SHORT_TOKEN, long_rounds, deadline=deadline)
     else:
         if short_blocks is None:
-            block_s = refine(dfa.trans, acc, max_rounds=SHORT_TOKEN, deadline=deadline)
+            # (the same rounds of the same automaton: kept for another of the input's tokenizers)
+            kept_s = walks.found.get(("blocks", id(dfa))) if walks is not None and view is not None else None
+            if kept_s is not None and kept_s[0] is dfa:
+                block_s = kept_s[1]
+            else:
+                block_s = refine(dfa.trans, acc, max_rounds=SHORT_TOKEN, deadline=deadline)
+                if walks is not None and view is not None:
+                    walks.found[("blocks", id(dfa))] = (dfa, block_s)
         else:
             block_s = np.unique(short_blocks, return_inverse=True)[1].astype(np.int64).reshape(-1)
         if not long_.token_ids.size:
@@ -791,13 +881,13 @@ def align(
         block_s = slot_s[block_s]
     nblocks = rep.shape[0]
     chunk = 512
-    short_ok: list[NDArray[np.int32] | NDArray[np.uint8]] = []  # per short block: see _pack
+    short_ok: list[Any]  # per short block: see _pack
     node_class = dfa.byte_class.astype(np.int64)[trie.byte]
     ctries: list[ClassTrie] = []
-    merged = table.class_tries().get(dfa.byte_class.tobytes())
+    merged = short_table.class_tries().get(dfa.byte_class.tobytes())
     if merged is not None:
         ctries.append(merged)
-    blocks = table.first_blocks()
+    blocks = short_table.first_blocks()
     many_wide = int(np.count_nonzero(_wide(dfa, trie, rep_s))) >= MANY_WIDE if rep_s.size else False
     short_chunk = 128  # a wide state's allowed tokens take ~1 MB until packed
     memos: dict[int, PairMemo] = {}
@@ -805,19 +895,40 @@ def align(
     # kept once per content: a large grammar's short blocks are tens of thousands, their
     # allowed sets a thousand distinct (JSON Schema Store's config.json: 75 MiB as computed)
     distinct: dict[tuple[str, bytes], NDArray[np.int32] | NDArray[np.uint8]] = {}
-    for i in range(0, rep_s.shape[0], short_chunk):
+    # Walks that an earlier alignment of this automaton made for another of the input's
+    # tokenizers (over the same shared tokens) are taken from there: a state's walk depends
+    # on the state alone, and each block's is its first state's.
+    kept = walks.found.get(("short", id(dfa))) if walks is not None and view is not None else None
+    if kept is not None and kept[0] is not dfa:
+        kept = None
+    todo = np.arange(rep_s.shape[0], dtype=np.int64)
+    if kept is not None and kept[1].size:
+        at = np.minimum(np.searchsorted(kept[1], rep_s), kept[1].shape[0] - 1)
+        hit = kept[1][at] == rep_s
+        todo = np.flatnonzero(~hit)
+        short_ok = [kept[2][j] if h else None for j, h in zip(at.tolist(), hit.tolist())]
+    else:
+        short_ok = [None] * rep_s.shape[0]
+    for i in range(0, todo.shape[0], short_chunk):
         if deadline is not None and time.monotonic() > deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
-        for got in _short_allowed(dfa, trie, rep_s[i : i + short_chunk], flat_trans, node_class, ctries,
-                                  many_wide, deadline, blocks, memos, canon, regions):
-            short_ok.append(distinct.setdefault((got.dtype.char, got.tobytes()), got))
+        part = todo[i : i + short_chunk]
+        for b, got in zip(part.tolist(), _short_allowed(dfa, trie, rep_s[part], flat_trans, node_class, ctries,
+                                                        many_wide, deadline, blocks, memos, canon, regions)):
+            short_ok[b] = distinct.setdefault((got.dtype.char, got.tobytes()), got)
         if progress is not None:
-            progress(min(i + short_chunk, rep_s.shape[0]), rep_s.shape[0] + nblocks)
+            progress(rep_s.shape[0] - todo.shape[0] + min(i + short_chunk, todo.shape[0]), rep_s.shape[0] + nblocks)
+    if walks is not None and view is not None and todo.size:
+        states = rep_s if kept is None else np.concatenate([kept[1], rep_s[todo]])
+        found = short_ok if kept is None else list(kept[2]) + [short_ok[b] for b in todo.tolist()]
+        order = np.argsort(states, kind="stable")
+        walks.found[("short", id(dfa))] = (dfa, states[order], [found[j] for j in order.tolist()])
     del distinct
     if ctries and many_wide:
-        table.class_tries()[dfa.byte_class.tobytes()] = ctries[0]
+        short_table.class_tries()[dfa.byte_class.tobytes()] = ctries[0]
     memo: dict[tuple[int, bytes], int] = {}
-    short_pos = table.short_positions()
+    short_pos = short_table.short_positions() if view is None else view[0]
+    short_ids = table.slices()[0].ids
     block_mask = np.zeros(nblocks, dtype=np.int32)
     for i in range(0, nblocks, chunk):
         if deadline is not None and time.monotonic() > deadline:
@@ -845,7 +956,7 @@ def align(
                     mask = np.take(ext, short_pos)
                 else:
                     mask = np.zeros(table.vocab_size, dtype=np.bool_)
-                    mask[sl_short.ids[packed]] = True
+                    mask[short_ids[packed] if view is None else _expand_ids(view[2], view[1], packed)] = True
                 mask[long_.token_ids[ok_l[long_.token_seq]]] = True
                 if ok_l[-1] and eos.size:
                     mask[eos] = True

@@ -23,6 +23,7 @@ runtime closes the stack under returns before a token starts.
 
 from __future__ import annotations
 
+import bisect
 import time
 from array import array
 from collections.abc import Callable, Mapping, Set
@@ -30,7 +31,7 @@ from collections.abc import Callable, Mapping, Set
 import numpy as np
 from numpy.typing import NDArray
 
-from maskc.compiler.align import SHORT_TOKEN, TokenTable, align
+from maskc.compiler.align import SHORT_TOKEN, ShortWalks, TokenTable, align
 from maskc.compiler.dfa import DEAD, Dfa, sorted_unique
 from maskc.compiler.errors import StateLimitExceeded, TimeLimitExceeded
 from maskc.compiler.maskstore import bitmask_words, pack_bool
@@ -56,6 +57,20 @@ GROUP_MEMO_LIMIT = 8192  # state sets whose class groups are kept (a large gramm
 _BULK_CHUNK = 4096  # plain states stepped per array operation (bounds the temporaries)
 
 Local = tuple[tuple[int, ...], int]  # (return states pushed within the token, current state)
+# A subset construction that exceeded its limit: the depth of the subset it was at (-1: the
+# states alone exceeded it), every subset's depth so far (in order: breadth first), the limit.
+Abort = tuple[int, list[int], int]
+# What alignment aligns: the inline depth, each automaton with its seeds, the short-token partitions known.
+Automata = tuple[int, list[tuple[Dfa, NDArray[np.int64]]], dict[int, NDArray[np.int64]]]
+
+
+def _fits(abort: Abort, horizon: int) -> bool:
+    """Whether the subset construction that ``abort`` records would have stayed under its
+    limit with a horizon of ``horizon`` bytes, shorter than its own. Breadth first, that
+    construction's subsets are a prefix of the longer one's, those within ``horizon`` bytes
+    of a seed; the longer one stopped at a subset at least that deep, with all of them made."""
+    at, depth, limit = abort
+    return at >= horizon and bisect.bisect_right(depth, horizon) <= limit
 
 
 class PdaMasks:
@@ -181,6 +196,7 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
                     horizon: int | None = None,
                     frames: tuple[list[list[tuple[int, int]]], list[list[int]]] | None = None,
                     outer_horizon: int | None = None,
+                    aborts: list[Abort] | None = None,
                     ) -> tuple[Dfa, Dfa, NDArray[np.int64], NDArray[np.int64]] | None:
     """The 'accepted' and 'accepted or uncertain' automata and each PDA state's seed in them.
 
@@ -205,8 +221,12 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
     ``frames``: each state's calls and return points (:meth:`Pda.all_calls`,
     :func:`return_points`), shared by the builds of one grammar. Returns None, having built
     nothing, when the states alone exceed ``limit`` (each seeds a subset of its own).
+    ``aborts``: where the subsets exceed ``limit``, what tells whether a shorter horizon
+    would have kept them under it is appended there (:func:`_fits`).
     """
     if pda.num_states > limit:
+        if aborts is not None:
+            aborts.append((-1, [], limit))
         return None
     calls, returns = frames if frames is not None else (pda.all_calls(), return_points(pda, deadline))
     trans = LazyRows(pda.dfa.trans)  # (a large grammar's plain states are stepped in bulk, never read here)
@@ -328,6 +348,8 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
     i = 0
     while i < len(order):
         if len(order) > limit:
+            if aborts is not None:
+                aborts.append((depth[i], depth, limit))
             return None
         if deadline is not None and (i & 15) == 0 and time.monotonic() > deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
@@ -442,6 +464,7 @@ def align_pda(
     deadline: float | None = None,
     inline_depth: int = INLINE_DEPTH,
     max_states: int = 200_000,
+    walks: ShortWalks | None = None,
 ) -> PdaMasks:
     """Accepted and uncertain token masks of every state of ``pda`` (EOS excluded: the
     runtime allows it where the whole stack can finish).
@@ -450,37 +473,39 @@ def align_pda(
     (:meth:`MaskStoreBuilder.add_row`) and returns its id in the caller's store: the
     alignment automata's masks are held packed, and added so.
 
+    ``walks`` (:class:`~maskc.compiler.align.ShortWalks`): the short tokens of this input's
+    tokenizers, walked once for all. Where ``table`` is one of theirs, the alignment
+    automata reach as far as the longest token of any of them, and they, their partition
+    and their short walks are kept there for the next tokenizer's alignment of ``pda``
+    (the same masks: a state past a token's end is never read by its walk).
+
     Raises:
         TimeLimitExceeded: ``deadline`` passed.
         StateLimitExceeded: the alignment automata exceed ``max_states`` even without inlining.
     """
-    k = inline_depth
-    horizon = max(table.max_len, 1)
-    calls = pda.all_calls()
-    frames = (calls, return_points(pda, deadline, calls))
-    outer = OUTER_HORIZON
-    built = _local_automata(pda, k, deadline, horizon=horizon, frames=frames, outer_horizon=outer)
-    while built is None and k > 1:
-        k -= 1
-        built = _local_automata(pda, k, deadline, horizon=horizon, frames=frames, outer_horizon=outer)
-    if built is None:
-        k = 0
-        built = _local_automata(pda, 0, deadline, limit=max(max_states, MAX_LOCAL_STATES), horizon=horizon,
-                                frames=frames, outer_horizon=outer)
-    if built is None:
-        raise StateLimitExceeded("token-alignment states of the pushdown automaton", limit=max(max_states, MAX_LOCAL_STATES))
-    d_local, d_any, seed_local, seed_any = built
-    flat_built = built if k == 0 else _local_automata(pda, 0, deadline, limit=max(max_states, MAX_LOCAL_STATES),
-                                                      horizon=horizon, frames=frames, outer_horizon=outer)
-    if flat_built is None:
-        raise StateLimitExceeded("token-alignment states of the pushdown automaton", limit=max(max_states, MAX_LOCAL_STATES))
-    d_flat, seed_flat = flat_built[0], flat_built[2]
+    joint = walks is not None and walks.tokens.view(table) is not None
+    built: Automata | StateLimitExceeded | None = None
+    if walks is not None and joint:
+        longest = walks.tokens.max_len
+        built, aborts = _kept_automata(walks, pda, longest, deadline, inline_depth, max_states)
+        # Built for the longest token of all the tokenizers, the automata hold more states
+        # than this one's need, and give its masks exactly (a state past its longest token
+        # is never read by its walks), unless they exceeded a limit that its own would have
+        # stayed under (they then have less inline depth, or were refused): then its own
+        # are built.
+        if table.max_len < longest and any(_fits(a, max(table.max_len, 1)) for a in aborts):
+            built, _ = _kept_automata(walks, pda, table.max_len, deadline, inline_depth, max_states)
+    if isinstance(built, StateLimitExceeded):
+        raise built.with_traceback(None)
+    k, parts, short_blocks = built if built is not None else _alignment_automata(
+        pda, table.max_len, deadline, inline_depth, max_states)
     no_eos = TokenTable(table.flat, table.offsets, table.walkable, (), table.vocab_size)
     no_eos.__dict__["_slices"] = table.slices()
-    no_eos.__dict__["_trie"] = table.trie()
-    no_eos.__dict__["_first_blocks"] = table.first_blocks()
-    no_eos.__dict__["_short_positions"] = table.short_positions()
-    no_eos.__dict__["_class_tries"] = table.class_tries()
+    if not joint:  # (the shared tokens' trie serves otherwise: this one need not be built)
+        no_eos.__dict__["_trie"] = table.trie()
+        no_eos.__dict__["_first_blocks"] = table.first_blocks()
+        no_eos.__dict__["_short_positions"] = table.short_positions()
+        no_eos.__dict__["_class_tries"] = table.class_tries()
     # Packed and deduplicated: the three automata give thousands of masks on a large grammar,
     # mostly the same few hundred (o7578: 11,452 masks, 268 distinct).
     masks: list[NDArray[np.int32]] = []
@@ -493,6 +518,86 @@ def align_pda(
             masks.append(packed)
         return j
 
+    found: dict[int, NDArray[np.int32]] = {}
+    total = len({id(d) for d, _ in parts})
+    if progress is not None:
+        progress(0, total)
+    for d, seed in parts:
+        if id(d) not in found:
+            wanted = sorted_unique(np.concatenate([s[s >= 0] for dd, s in parts if dd is d]))
+            found[id(d)] = align(d, no_eos, add_mask=collect, deadline=deadline, only=wanted, free_order=True,
+                                 short_blocks=short_blocks.get(id(d)), walks=walks) if wanted.size else (
+                np.zeros(0, dtype=np.int32))
+            if progress is not None:
+                progress(len(found), total)
+    ids_of = [np.where(seed >= 0, found[id(d)][np.where(seed >= 0, seed, 0)], -1).astype(np.int32)
+              if found[id(d)].size else np.full(seed.shape[0], -1, dtype=np.int32) for d, seed in parts]
+    local_of, any_of = ids_of[0], ids_of[1]
+    flat_of = local_of if len(ids_of) == 2 else ids_of[2]
+    empty = np.zeros(bitmask_words(table.vocab_size), dtype=np.int32)
+    accepted = np.empty(pda.num_states, dtype=np.int32)
+    flat = np.empty(pda.num_states, dtype=np.int32)
+    uncertain = np.empty(pda.num_states, dtype=np.int32)
+    memo: dict[tuple[int, int, int], tuple[int, int, int]] = {}
+    for q, (lm, fm, am) in enumerate(zip(local_of.tolist(), flat_of.tolist(), any_of.tolist())):
+        got = memo.get((lm, fm, am))
+        if got is None:
+            loc = masks[lm] if lm >= 0 else empty
+            fl = (masks[fm] if fm >= 0 else empty) & loc
+            got = (add_row(loc), add_row(fl), add_row(masks[am] & ~loc))
+            memo[(lm, fm, am)] = got
+        accepted[q], flat[q], uncertain[q] = got
+    return PdaMasks(accepted, flat, uncertain, k)
+
+
+def _kept_automata(walks: ShortWalks, pda: Pda, longest: int, deadline: float | None, inline_depth: int,
+                   max_states: int) -> tuple[Automata | StateLimitExceeded, list[Abort]]:
+    """:func:`_alignment_automata` (or the refusal it raised) and the subset constructions
+    that exceeded their limit on the way, kept in ``walks`` for the next tokenizer (the same
+    automata objects: their short walks are kept with them)."""
+    key = ("pda", id(pda), inline_depth, max_states, longest)
+    kept = walks.found.get(key)
+    if kept is not None and kept[0] is pda:
+        return kept[1], kept[2]
+    aborts: list[Abort] = []
+    try:
+        got: Automata | StateLimitExceeded = _alignment_automata(pda, longest, deadline, inline_depth, max_states,
+                                                                 aborts)
+    except StateLimitExceeded as e:
+        got = e.with_traceback(None)
+    walks.found[key] = (pda, got, aborts)
+    return got, aborts
+
+
+def _alignment_automata(pda: Pda, longest: int, deadline: float | None, inline_depth: int, max_states: int,
+                        aborts: list[Abort] | None = None) -> Automata:
+    """The automata :func:`align_pda` aligns, for tokens of at most ``longest`` bytes: the
+    inline depth they were built with, each automaton with its seeds (the 'accepted' one,
+    the 'accepted or uncertain' one, then the one without inlining where that differs; or
+    their disjoint union in each place), and the short-token partitions known of them.
+    ``aborts``: where a subset construction exceeded its limit (see :func:`_local_automata`)."""
+    k = inline_depth
+    horizon = max(longest, 1)
+    calls = pda.all_calls()
+    frames = (calls, return_points(pda, deadline, calls))
+    outer = OUTER_HORIZON
+    built = _local_automata(pda, k, deadline, horizon=horizon, frames=frames, outer_horizon=outer, aborts=aborts)
+    while built is None and k > 1:
+        k -= 1
+        built = _local_automata(pda, k, deadline, horizon=horizon, frames=frames, outer_horizon=outer, aborts=aborts)
+    if built is None:
+        k = 0
+        built = _local_automata(pda, 0, deadline, limit=max(max_states, MAX_LOCAL_STATES), horizon=horizon,
+                                frames=frames, outer_horizon=outer, aborts=aborts)
+    if built is None:
+        raise StateLimitExceeded("token-alignment states of the pushdown automaton", limit=max(max_states, MAX_LOCAL_STATES))
+    d_local, d_any, seed_local, seed_any = built
+    flat_built = built if k == 0 else _local_automata(pda, 0, deadline, limit=max(max_states, MAX_LOCAL_STATES),
+                                                      horizon=horizon, frames=frames, outer_horizon=outer,
+                                                      aborts=aborts)
+    if flat_built is None:
+        raise StateLimitExceeded("token-alignment states of the pushdown automaton", limit=max(max_states, MAX_LOCAL_STATES))
+    d_flat, seed_flat = flat_built[0], flat_built[2]
     parts = [(d_local, seed_local), (d_any, seed_any)] + ([] if flat_built is built else [(d_flat, seed_flat)])
     short_blocks: dict[int, NDArray[np.int64]] = {}  # per automaton: its short-token partition, where known
     total_states = sum(d.num_states for d, _ in parts)
@@ -523,35 +628,7 @@ def align_pda(
                 union = None  # (freed before the alignments)
         if union is not None:
             parts = [(union, seed) for seed in seeds]
-    found: dict[int, NDArray[np.int32]] = {}
-    total = len({id(d) for d, _ in parts})
-    if progress is not None:
-        progress(0, total)
-    for d, seed in parts:
-        if id(d) not in found:
-            wanted = sorted_unique(np.concatenate([s[s >= 0] for dd, s in parts if dd is d]))
-            found[id(d)] = align(d, no_eos, add_mask=collect, deadline=deadline, only=wanted, free_order=True,
-                                 short_blocks=short_blocks.get(id(d))) if wanted.size else np.zeros(0, dtype=np.int32)
-            if progress is not None:
-                progress(len(found), total)
-    ids_of = [np.where(seed >= 0, found[id(d)][np.where(seed >= 0, seed, 0)], -1).astype(np.int32)
-              if found[id(d)].size else np.full(seed.shape[0], -1, dtype=np.int32) for d, seed in parts]
-    local_of, any_of = ids_of[0], ids_of[1]
-    flat_of = local_of if flat_built is built else ids_of[2]
-    empty = np.zeros(bitmask_words(table.vocab_size), dtype=np.int32)
-    accepted = np.empty(pda.num_states, dtype=np.int32)
-    flat = np.empty(pda.num_states, dtype=np.int32)
-    uncertain = np.empty(pda.num_states, dtype=np.int32)
-    memo: dict[tuple[int, int, int], tuple[int, int, int]] = {}
-    for q, (lm, fm, am) in enumerate(zip(local_of.tolist(), flat_of.tolist(), any_of.tolist())):
-        got = memo.get((lm, fm, am))
-        if got is None:
-            loc = masks[lm] if lm >= 0 else empty
-            fl = (masks[fm] if fm >= 0 else empty) & loc
-            got = (add_row(loc), add_row(fl), add_row(masks[am] & ~loc))
-            memo[(lm, fm, am)] = got
-        accepted[q], flat[q], uncertain[q] = got
-    return PdaMasks(accepted, flat, uncertain, k)
+    return k, parts, short_blocks
 
 
 def _disjoint_union(parts: list[tuple[Dfa, NDArray[np.int64]]]) -> tuple[Dfa, list[NDArray[np.int64]]]:

@@ -21,7 +21,7 @@ import numpy as np
 import orjson
 from numpy.typing import NDArray
 
-from maskc.compiler.align import TokenTable, align
+from maskc.compiler.align import SharedShortTokens, ShortWalks, TokenTable, align
 from maskc.compiler.align_pda import align_pda
 from maskc.compiler.collector import fewer_full_collections
 from maskc.compiler.hugepages import no_huge_pages
@@ -92,6 +92,7 @@ class _Shared:
     rules: ResolvedRules | None = None
     pda: Pda | None = None
     refused: MaskcError | None = None  # what building the automaton raised (a limit or the clock)
+    walks: ShortWalks | None = None  # the short tokens of the block's tokenizers, walked once for all
     # A regular grammar: the questions its lowering put to the horizon and the vocabulary,
     # and the automaton (or what building it raised, a time-out included) they led to.
     horizon_asked: list[HorizonQuestion] | None = None
@@ -99,10 +100,36 @@ class _Shared:
 
 
 _SHARED: ContextVar[list[_Shared] | None] = ContextVar("maskc_shared_automata", default=None)
+# the tokenizers of the current block (:func:`sharing_automata`), where there are several
+_SHORT: ContextVar[tuple[Vocabulary, ...] | None] = ContextVar("maskc_shared_short_tokens", default=None)
+_SHORT_TABLES: dict[tuple[str, ...], SharedShortTokens] = {}  # per set of tokenizers: the last one built
+
+
+def shared_short_tokens(vocabs: Sequence[Vocabulary]) -> SharedShortTokens | None:
+    """The short tokens of ``vocabs`` as one table (:class:`~maskc.compiler.align.SharedShortTokens`),
+    built once per process for the last set of tokenizers asked; None for fewer than two."""
+    by_print = {v.fingerprint: v for v in vocabs}
+    if len(by_print) < 2:
+        return None
+    key = tuple(sorted(by_print))
+    got = _SHORT_TABLES.get(key)
+    if got is None:
+        got = SharedShortTokens([token_table(by_print[f]) for f in key])
+        _SHORT_TABLES.clear()
+        _SHORT_TABLES[key] = got
+    return got
+
+
+def _short_walks() -> ShortWalks | None:
+    """A fresh record of shared walks for the block's tokenizers (their table built on first use)."""
+    vocabs = _SHORT.get()
+    if vocabs is None:
+        return None
+    return ShortWalks(lambda: shared_short_tokens(vocabs) or SharedShortTokens([]))
 
 
 @contextmanager
-def sharing_automata() -> Iterator[None]:
+def sharing_automata(vocabs: Sequence[Vocabulary] = ()) -> Iterator[None]:
     """Compiles in this block reuse the previous one's tokenizer-independent work: a compile
     of the same source with the same options, for another tokenizer, skips the front end and,
     for a recursive grammar, the rules and the pushdown automaton (lowering, subset
@@ -122,11 +149,20 @@ def sharing_automata() -> Iterator[None]:
     the same budget (at most the skipped stages' seconds more), so it reports the time-out
     rather than spend it a second time. ``maskc compile`` runs each input's tokenizers one
     after the other in such a block.
+
+    ``vocabs``: the tokenizers the block compiles for. Given two or more, the walks of their
+    short tokens are shared too: each automaton's states are walked once over the trie of
+    all their distinct short tokens (:func:`shared_short_tokens`), and each tokenizer's
+    alignment reads its own tokens out of the walks the first one made. The masks are the
+    same (a token's fate depends on its bytes alone); the first compile walks a somewhat
+    larger trie, the next ones none.
     """
     token = _SHARED.set([])
+    short = _SHORT.set(tuple(vocabs) if len({v.fingerprint for v in vocabs}) > 1 else None)
     try:
         yield
     finally:
+        _SHORT.reset(short)
         _SHARED.reset(token)
 
 
@@ -266,7 +302,8 @@ def compile_ir(
         dfa = _regular_dfa(node, options, t, deadline, table, shared)
         builder = MaskStoreBuilder(vocab.vocab_size)
         t0 = time.perf_counter()
-        state_mask = align(dfa, table, add_mask=builder.add, progress=progress, deadline=deadline)
+        state_mask = align(dfa, table, add_mask=builder.add, progress=progress, deadline=deadline,
+                           walks=_walks_for(shared, dfa, table))
     except TimeLimitExceeded as e:
         raise TimeLimitExceeded("compile time (s)", limit=options.limits.max_seconds, hint=e.hint) from None
     t["align_ms"] = (time.perf_counter() - t0) * 1e3
@@ -285,6 +322,27 @@ def compile_ir(
         not_enforced=list(not_enforced or []),
         timings=t,
     )
+
+
+def _walks_for(shared: _Shared | None, dfa: Dfa, table: TokenTable) -> ShortWalks | None:
+    """The shared walks (:class:`~maskc.compiler.align.ShortWalks`) for aligning the regular
+    automaton ``dfa`` with ``table``'s vocabulary, where another of the block's tokenizers
+    aligns the same automaton: it was taken from ``shared``, or another tokenizer answers
+    its lowering's questions alike and will take it. Else None: the vocabulary's own trie
+    is smaller than all the tokenizers' together, and no walk would be shared."""
+    if shared is None or shared.walks is None or shared.dfa is not dfa or shared.horizon_asked is None:
+        return None
+    vocabs = _SHORT.get() or ()
+    mine = table.longest if COUNTED_LOOPS else None
+    for v in vocabs:
+        other = token_table(v)
+        if other is table:
+            continue
+        horizon = other.longest if COUNTED_LOOPS else None
+        with item_reach(other.items_reach):
+            if horizon == mine or same_horizon_answers(shared.horizon_asked, horizon):
+                return shared.walks
+    return None
 
 
 def _shared_time_out(limit: float) -> TimeLimitExceeded:
@@ -413,7 +471,8 @@ def compile_grammar(
             t1 = time.perf_counter()
             masks = align_pda(pda, table, add_row=builder.add_row, progress=progress,
                               deadline=deadline,
-                              max_states=options.limits.max_states)
+                              max_states=options.limits.max_states,
+                              walks=shared.walks if shared is not None else None)
         except TimeLimitExceeded as e:
             raise TimeLimitExceeded("compile time (s)", limit=options.limits.max_seconds, hint=e.hint) from None
         t["align_ms"] = (time.perf_counter() - t1) * 1e3
@@ -594,7 +653,7 @@ def _front_end(key: tuple[str, str, str], build: Callable[[], tuple[Grammar, lis
                 slot.append(_Shared(key, asked, None, []))
             raise
     if slot is not None:
-        shared = _Shared(key, asked, grammar, list(not_enforced))
+        shared = _Shared(key, asked, grammar, list(not_enforced), walks=_short_walks())
         slot.append(shared)
     return grammar, not_enforced, shared
 

@@ -403,9 +403,9 @@ def test_alignment_stops_at_the_longest_token(toy_vocab: Vocabulary, monkeypatch
 
     def spy(kind: str, bound: bool):  # type: ignore[no-untyped-def]
         def run(pda, k, deadline, limit=align_pda.MAX_LOCAL_STATES, horizon=None, frames=None,  # type: ignore[no-untyped-def]
-                outer_horizon=None):
+                outer_horizon=None, aborts=None):
             got = real(pda, k, deadline, limit=limit, horizon=horizon if bound else None, frames=frames,
-                       outer_horizon=outer_horizon)
+                       outer_horizon=outer_horizon, aborts=aborts)
             if got is not None:
                 sizes[kind].append(got[1].num_states)
             return got
@@ -445,8 +445,9 @@ def test_walks_past_a_frame_go_loose_after_a_few_bytes(monkeypatch: pytest.Monke
 
     def spy(kind: str):  # type: ignore[no-untyped-def]
         def run(pda, k, deadline, limit=align_pda.MAX_LOCAL_STATES, horizon=None, frames=None,  # type: ignore[no-untyped-def]
-                outer_horizon=None):
-            got = real(pda, k, deadline, limit=limit, horizon=horizon, frames=frames, outer_horizon=outer_horizon)
+                outer_horizon=None, aborts=None):
+            got = real(pda, k, deadline, limit=limit, horizon=horizon, frames=frames, outer_horizon=outer_horizon,
+                       aborts=aborts)
             if got is not None:
                 sizes[kind].append(got[1].num_states)
             return got
