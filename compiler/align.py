@@ -32,7 +32,7 @@ from maskc.compiler.dfa import Dfa, sorted_unique
 from maskc.compiler.errors import TimeLimitExceeded
 from maskc.compiler.minimize import refine, refine_pair
 from maskc.compiler.trie import (ClassTrie, PairMemo, TokenTrie, build_trie, byte_class_trie, class_trie, first_node,
-                                 loop_region, sink_table, walk_dense, walk_loops, walk_memo, walk_sparse)
+                                 loop_region, sink_table, walk_dense, walk_from, walk_loops, walk_memo, walk_sparse)
 
 __all__ = ["ClassSeqs", "class_sequences", "align", "TokenTable", "SHORT_TOKEN", "SharedShortTokens", "ShortWalks"]
 
@@ -245,7 +245,7 @@ class ClassSeqs:
     token_seq: NDArray[np.int64]  # [len(token_ids)] -> sequence index
     by_first: NDArray[np.int64]  # sequence indices sorted by first class
     first_start: NDArray[np.int64]  # [classes + 1] ranges into by_first
-    head: NDArray[np.int64]  # [u]: the sequence's first HEAD classes, numbered (-1: shorter)
+    trie: ClassTrie  # the distinct sequences' trie (its tokens: the sequences, in order)
 
 
 _SEQ_MULT = np.random.default_rng(0x616C6967).integers(1, 2**62, size=(2, 1 << 12), dtype=np.int64) | 1
@@ -363,25 +363,9 @@ def class_sequences(
     first_cls = flat[offsets[:-1]] if lengths.size else np.zeros(0, dtype=np.int64)
     by_first = np.argsort(first_cls.astype(np.uint8), kind="stable")  # radix sort on small keys
     first_start = np.searchsorted(first_cls[by_first], np.arange(num_classes + 1))
+    seq_trie = build_trie(offsets[:-1], lengths, flat.astype(np.uint8))  # (classes fit a byte)
     return ClassSeqs(flat, offsets, lengths, ids, token_seq, by_first, first_start.astype(np.int64),
-                     _heads(flat, offsets, lengths))
-
-
-HEAD = SHORT_TOKEN
-"""Classes of a long sequence walked once for all the sequences that begin alike (DeepSeek's
-thousand ``<｜place▁holder▁no▁N｜>`` tokens share their first 16 bytes)."""
-
-
-def _heads(flat: NDArray[np.int64], offsets: NDArray[np.int64], lengths: NDArray[np.int64]) -> NDArray[np.int64]:
-    """Per sequence, the number of its first :data:`HEAD` classes among the distinct ones (-1
-    for a sequence no longer than that)."""
-    out = np.full(lengths.shape[0], -1, dtype=np.int64)
-    index: dict[bytes, int] = {}
-    data = flat.astype(np.uint8).tobytes()  # (classes fit a byte)
-    for j, (a, n) in enumerate(zip(offsets[:-1].tolist(), lengths.tolist())):
-        if n > HEAD:
-            out[j] = index.setdefault(data[a : a + HEAD], len(index))
-    return out
+                     byte_class_trie(seq_trie, seq_trie.byte.astype(np.int64)))
 
 
 class _SeqMemo:
@@ -426,12 +410,18 @@ def _room(arr: NDArray[Any], size: int) -> NDArray[Any]:
 
 
 def _batch_allowed(dfa: Dfa, seqs: ClassSeqs, states: NDArray[np.int64], memo: _SeqMemo,
-                  budget: int = 1 << 21) -> list[NDArray[np.int64]]:
+                   budget: int = 1 << 21, flat_trans: NDArray[Any] | None = None,
+                   read: bool = True) -> list[NDArray[np.int64]]:
     """Allowed sequences for many states at once. A sequence's fate depends only on the state
     its first class leads to, so each (first class, representative) pair that ``memo`` lacks
-    is walked once, from the first state of ``states`` that leads there (one walk over the
-    pairs' candidate sequences, in batches of at most ``budget``), and every state reads the
-    pairs of its live first classes."""
+    is walked once, from the first state of ``states`` that leads there, down the sequences'
+    trie (:attr:`ClassSeqs.trie`: a prefix they share is stepped once, as the runs of spaces
+    or dashes that most long tokens are), in batches of pairs whose candidate sequences
+    number at most ``budget``; every state reads the pairs of its live first classes.
+    ``flat_trans``: :func:`~maskc.compiler.trie.sink_table` of ``dfa.trans``, where the caller has it.
+    ``read``: False to walk the new pairs into ``memo`` only (returns nothing): a walk steps
+    each level of the trie once per call, and runs of spaces are 128 levels deep, so the
+    states of a whole alignment are walked in one call where the memo holds them."""
     k = int(states.shape[0])
     counts = seqs.first_start[1:] - seqs.first_start[:-1]  # [classes]
     nxt = dfa.trans[states]
@@ -447,28 +437,28 @@ def _batch_allowed(dfa: Dfa, seqs: ClassSeqs, states: NDArray[np.int64], memo: _
     ids = np.fromiter((memo.index.get(x, -1) for x in uniq.tolist()), dtype=np.int64, count=uniq.shape[0])
     new = np.flatnonzero(ids < 0)
     if new.size:
+        if flat_trans is None:
+            flat_trans = sink_table(dfa.trans)
+        trie = seqs.trie
+        roots = int(trie.level[1]) if trie.level.shape[0] > 1 else 0
+        root_of = np.full(dfa.num_classes, -1, dtype=np.int64)  # each first class's node
+        root_of[trie.klass[:roots]] = np.arange(roots, dtype=np.int64)
         first = np.empty(uniq.shape[0], dtype=np.int64)
         first[inv[::-1]] = np.arange(inv.shape[0] - 1, -1, -1, dtype=np.int64)  # first pair of each key
         pick = first[new]
-        rep_states, rep_cls = states[ks[pick]], cs[pick]
+        after, rep_cls = nxt[ks[pick], cs[pick]].astype(np.int64), cs[pick]
         lens_all = counts[rep_cls]
         found: list[NDArray[np.int64]] = []
         lo = 0
-        while lo < new.shape[0]:  # pairs in batches of at most ``budget`` walks
+        while lo < new.shape[0]:  # pairs in batches of at most ``budget`` candidate sequences
             hi = lo + 1 + int(np.searchsorted(np.cumsum(lens_all[lo + 1 :]), budget - int(lens_all[lo]), side="right"))
-            lens = lens_all[lo:hi]
-            owner = np.repeat(np.arange(hi - lo, dtype=np.int64), lens)
-            base = np.repeat(seqs.first_start[rep_cls[lo:hi]] - (np.cumsum(lens) - lens), lens)
-            cand = seqs.by_first[base + np.arange(int(lens.sum()), dtype=np.int64)]
-            ok_owner, ok_seq = _walk_headed(dfa.trans, seqs, cand, owner, rep_states[lo:hi])
-            order = np.argsort(ok_owner, kind="stable")
-            ok_owner, ok_seq = ok_owner[order], ok_seq[order]
-            bounds = np.searchsorted(ok_owner, np.arange(hi - lo + 1)).tolist()
-            found.extend(ok_seq[bounds[j] : bounds[j + 1]] for j in range(hi - lo))
+            found.extend(walk_from(trie, flat_trans, dfa.num_classes, n, root_of[rep_cls[lo:hi]], after[lo:hi]))
             lo = hi
         ids[new] = memo.pairs + np.arange(new.shape[0], dtype=np.int64)
         memo.index.update(zip(uniq[new].tolist(), ids[new].tolist()))
         memo.extend(found)
+    if not read:
+        return []
     pid = ids[inv]
     st = memo.start[pid]
     ln = memo.start[pid + 1] - st
@@ -478,74 +468,9 @@ def _batch_allowed(dfa: Dfa, seqs: ClassSeqs, states: NDArray[np.int64], memo: _
     return [vals[bounds[j] : bounds[j + 1]] for j in range(k)]
 
 
-def _walk_headed(
-    trans: NDArray[np.int32], seqs: ClassSeqs, cand: NDArray[np.int64], owner: NDArray[np.int64], states: NDArray[np.int64]
-) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """:func:`_walk_owned`, the first :data:`HEAD` classes walked once per owner and distinct
-    beginning (:attr:`ClassSeqs.head`), the rest per sequence from where its beginning led."""
-    head = seqs.head[cand]
-    long_ = head >= 0
-    if not long_.any():
-        return _walk_owned(trans, seqs, cand, owner, states)
-    nheads = int(seqs.head.max()) + 1
-    key = owner[long_] * nheads + head[long_]
-    idx = np.flatnonzero(long_)
-    # each distinct (owner, beginning), numbered through a table over all of them (no sort):
-    # the state after its HEAD classes, from the first sequence holding it
-    slot = np.full(states.shape[0] * nheads, -1, dtype=np.int64)
-    slot[key[::-1]] = np.arange(key.shape[0] - 1, -1, -1, dtype=np.int64)
-    is_first = slot[key] == np.arange(key.shape[0])
-    first = idx[is_first]
-    slot[key[is_first]] = np.arange(first.shape[0], dtype=np.int64)
-    inv = slot[key]
-    at = seqs.offsets[cand[first]]
-    state = states[owner[first]]
-    for pos in range(HEAD):  # (a dead walk reads state 0's row and stays dead)
-        state = np.where(state >= 0, trans[np.maximum(state, 0), seqs.flat[at + pos]], -1).astype(np.int64)
-    after = state[inv]
-    alive = after >= 0
-    ok_o, ok_s = _walk_owned(trans, seqs, cand[~long_], owner[~long_], states)
-    go_o, go_s = _walk_owned(trans, seqs, cand[long_][alive], owner[long_][alive], states,
-                             from_pos=HEAD, from_state=after[alive])
-    return np.concatenate([ok_o, go_o]), np.concatenate([ok_s, go_s])
-
-
-def _walk_owned(
-    trans: NDArray[np.int32], seqs: ClassSeqs, cand: NDArray[np.int64], owner: NDArray[np.int64], states: NDArray[np.int64],
-    from_pos: int = 0, from_state: NDArray[np.int64] | None = None,
-) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Walk each candidate sequence from its owner's state (or from ``from_state`` after its
-    first ``from_pos`` classes, each sequence longer than that); the (owner, sequence) pairs
-    that finish.
-
-    All walks advance together, one class a step; longest sequences first, so the walks that
-    finish at a step are a suffix of those alive (filtering keeps the order).
-    """
-    neg = -seqs.lengths[cand]
-    order = np.argsort(neg, kind="stable")
-    cand, owner, neg = cand[order], owner[order], neg[order]
-    start = seqs.offsets[cand]
-    state = states[owner] if from_state is None else from_state[order]
-    ok_o: list[NDArray[np.int64]] = []
-    ok_s: list[NDArray[np.int64]] = []
-    pos = from_pos
-    while cand.size:
-        going = int(np.searchsorted(neg, -pos, side="left"))  # sequences longer than pos
-        if going < cand.shape[0]:
-            ok_o.append(owner[going:])
-            ok_s.append(cand[going:])
-            cand, owner, neg, start, state = cand[:going], owner[:going], neg[:going], start[:going], state[:going]
-            if not going:
-                break
-        state = trans[state, seqs.flat[start + pos]].astype(np.int64)
-        alive = state >= 0
-        cand, owner, neg, start, state = cand[alive], owner[alive], neg[alive], start[alive], state[alive]
-        pos += 1
-    if not ok_o:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    return np.concatenate(ok_o), np.concatenate(ok_s)
-
-
+LONG_WALK_CHUNK = 8192
+"""States whose long tokens are walked in one call (the walks of 16 chunks of states at once:
+a call steps each level of the sequences' trie once, and 128 levels for runs of spaces)."""
 DENSE_BATCH = 32  # wide states walked together over the whole trie
 MEMO_BY_CONTENT = 4096  # allowed short tokens up to which a state's mask is memoized by content
 LOOP_BATCH = 32  # looping wide states walked together from their boundary nodes
@@ -927,6 +852,10 @@ def align(
     if ctries and many_wide:
         short_table.class_tries()[dfa.byte_class.tobytes()] = ctries[0]
     memo: dict[tuple[int, bytes], int] = {}
+    for i in range(0, nblocks if long_.lengths.size else 0, LONG_WALK_CHUNK):  # (read back chunk by chunk below)
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeLimitExceeded("compile time (s)", limit=0)
+        _batch_allowed(dfa, long_, rep[i : i + LONG_WALK_CHUNK], seq_memo, flat_trans=flat_trans, read=False)
     short_pos = short_table.short_positions() if view is None else view[0]
     short_ids = table.slices()[0].ids
     block_mask = np.zeros(nblocks, dtype=np.int32)
@@ -938,7 +867,7 @@ def align(
         # per state: its long sequences allowed, then whether it accepts (EOS), as one row
         oks = np.zeros((k, long_.lengths.shape[0] + 1), dtype=np.bool_)
         if long_.lengths.size:
-            long_ok = _batch_allowed(dfa, long_, states, seq_memo)
+            long_ok = _batch_allowed(dfa, long_, states, seq_memo, flat_trans=flat_trans)
             oks[np.repeat(np.arange(k), [a.shape[0] for a in long_ok]), np.concatenate(long_ok)] = True
         oks[:, -1] = dfa.accepting[states]
         keys = np.packbits(oks, axis=1)

@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = ["TokenTrie", "ClassTrie", "build_trie", "byte_class_trie", "class_trie", "walk_dense", "walk_sparse", "walk_loops",
-           "PairMemo", "walk_memo", "first_node", "loop_region", "sink_table"]
+           "PairMemo", "walk_memo", "first_node", "loop_region", "sink_table", "walk_from"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -417,6 +417,15 @@ def walk_sparse(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int
     owner, col = np.nonzero(first != dead)
     return _expand(trie, flat_trans, num_classes, dead, owner.astype(np.int64), col.astype(np.int64) + lo,
                    first[owner, col], int(states.shape[0]))
+
+
+def walk_from(trie: ClassTrie, flat_trans: NDArray[np.int64], num_classes: int, dead: int, node: NDArray[np.int64],
+              state: NDArray[np.int64]) -> list[NDArray[np.int64]]:
+    """Per start ``j``: the tokens allowed from node ``node[j]`` on, the walk being in state
+    ``state[j]`` there (live), in no particular order: those that end at the node and those
+    below it whose remaining classes the walk takes."""
+    return _expand(trie, flat_trans, num_classes, dead, np.arange(node.shape[0], dtype=np.int64), node, state,
+                   int(node.shape[0]))
 
 
 LoopRegion = tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]

@@ -516,7 +516,8 @@ def test_long_sequence_walks_memoized_across_batches_match_a_byte_by_byte_walk(s
     """Long tokens' sequences walked once per (first class, representative of the state it
     leads to), kept across batches of states, give each state exactly the tokens whose bytes
     it can walk: from a fresh memo, from one filled by earlier batches, with and without
-    representatives (states alike up to the longest token share one walk)."""
+    representatives (states alike up to the longest token share one walk), and from one
+    filled ahead for every state."""
     from maskc.compiler.align import _batch_allowed, _SeqMemo
     from maskc.compiler.pipeline import token_table
     from maskc.compiler.vocab import Vocabulary
@@ -548,6 +549,14 @@ def test_long_sequence_walks_memoized_across_batches_match_a_byte_by_byte_walk(s
         got = _batch_allowed(d, seqs, np.arange(d.num_states, dtype=np.int64), memo)
         for s, g in enumerate(got):
             assert {int(t) for t in seqs.token_ids[np.isin(seqs.token_seq, g)]} == want[s], s
+    # walked ahead for every state (nothing read), then read back batch by batch: no new walk
+    memo = _SeqMemo(np.append(rep[block], -1))
+    assert _batch_allowed(d, seqs, np.arange(d.num_states, dtype=np.int64), memo, read=False) == []
+    walked = memo.pairs
+    for s in rng.sample(range(d.num_states), d.num_states):
+        (g,) = _batch_allowed(d, seqs, np.asarray([s], dtype=np.int64), memo)
+        assert {int(t) for t in seqs.token_ids[np.isin(seqs.token_seq, g)]} == want[s], s
+    assert memo.pairs == walked
 
 
 @pytest.mark.parametrize("seed", range(6))
