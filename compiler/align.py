@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -183,8 +183,7 @@ class SharedShortTokens:
         self.max_len = max((t.max_len for t in tables), default=0)
         place = self.table.short_positions()  # a distinct string's index among the table's short tokens
         # per tokenizer table (kept alive here, so that its arrays' ids stay its own)
-        self._views: dict[tuple[int, int], tuple[TokenTable, NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]]
-        self._views = {}
+        self._views: dict[tuple[int, int], tuple[TokenTable, ShortView]] = {}
         for t in tables:
             sl = t.slices()[0]
             raw = t.flat.tobytes()
@@ -195,17 +194,31 @@ class SharedShortTokens:
             order = np.argsort(at, kind="stable")
             starts = np.zeros(self.table.num_tokens + 1, dtype=np.int64)
             np.cumsum(np.bincount(at, minlength=self.table.num_tokens), out=starts[1:])
-            self._views[(id(t.flat), id(t.walkable))] = (t, positions, starts, sl.ids[order])
+            self._views[(id(t.flat), id(t.walkable))] = (t, ShortView(positions, starts, sl.ids[order]))
 
-    def view(self, table: TokenTable) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]] | None:
-        """For a table of one of the tokenizers (or one with its tokens and walkable flags):
-        each token's index among the shared short tokens (their count for the others), and
-        per shared index, the token ids that spell it (``ids[starts[i]:starts[i + 1]]``);
-        None for a table of another tokenizer."""
+    def view(self, table: TokenTable) -> ShortView | None:
+        """The map of a table of one of the tokenizers (or of one with its tokens and
+        walkable flags) onto the shared short tokens; None for a table of another tokenizer."""
         got = self._views.get((id(table.flat), id(table.walkable)))
         if got is None or got[0].flat is not table.flat or got[0].walkable is not table.walkable:
             return None
-        return got[1], got[2], got[3]
+        return got[1]
+
+
+class ShortView(NamedTuple):
+    """One tokenizer's tokens among the shared short tokens (:meth:`SharedShortTokens.view`)."""
+
+    positions: NDArray[np.int64]  # [vocab_size]: each token's shared index (their count for the others)
+    starts: NDArray[np.int64]  # [shared + 1]: the ids that spell shared token i are ids[starts[i]:starts[i + 1]]
+    ids: NDArray[np.int64]
+
+    def token_ids(self, picked: NDArray[Any]) -> NDArray[np.int64]:
+        """The token ids that spell the shared short tokens ``picked``."""
+        a = self.starts[picked]
+        cnt = self.starts[picked + 1] - a
+        total = int(cnt.sum())
+        out: NDArray[np.int64] = self.ids[np.repeat(a - (np.cumsum(cnt) - cnt), cnt) + np.arange(total, dtype=np.int64)]
+        return out
 
 
 class ShortWalks:
@@ -216,7 +229,7 @@ class ShortWalks:
 
     def __init__(self, tokens: SharedShortTokens | Callable[[], SharedShortTokens]) -> None:
         self._tokens = tokens
-        self.found: dict[Any, tuple[Any, ...]] = {}
+        self._found: dict[tuple[Any, ...], tuple[object, Any]] = {}
 
     @property
     def tokens(self) -> SharedShortTokens:
@@ -224,14 +237,14 @@ class ShortWalks:
             self._tokens = self._tokens()
         return self._tokens
 
+    def recall(self, kind: str, owner: object, *key: Any) -> Any:
+        """What :meth:`keep` kept of this kind for ``owner`` (the same object) and ``key``, or None."""
+        got = self._found.get((kind, id(owner), *key))
+        return got[1] if got is not None and got[0] is owner else None
 
-def _expand_ids(ids: NDArray[np.int64], starts: NDArray[np.int64], picked: NDArray[np.int64]) -> NDArray[np.int64]:
-    """The token ids that spell the shared short tokens ``picked`` (see :meth:`SharedShortTokens.view`)."""
-    a = starts[picked]
-    cnt = starts[picked + 1] - a
-    total = int(cnt.sum())
-    out: NDArray[np.int64] = ids[np.repeat(a - (np.cumsum(cnt) - cnt), cnt) + np.arange(total, dtype=np.int64)]
-    return out
+    def keep(self, kind: str, owner: object, value: Any, *key: Any) -> None:
+        """Keep ``value`` for ``owner`` (held here, so that its id stays its own) and ``key``."""
+        self._found[(kind, id(owner), *key)] = (owner, value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -752,7 +765,8 @@ def align(
         TimeLimitExceeded: ``deadline`` (``time.monotonic()``) passed.
     """
     view = walks.tokens.view(table) if walks is not None else None
-    short_table = walks.tokens.table if walks is not None and view is not None else table
+    joint = walks if view is not None else None  # (the shared walks serve this table)
+    short_table = joint.tokens.table if joint is not None else table
     trie = short_table.trie()
     long_ = table.long_sequences(dfa.byte_class, dfa.num_classes)
     acc = dfa.accepting.astype(np.int64)
@@ -764,13 +778,12 @@ def align(
     else:
         if short_blocks is None:
             # (the same rounds of the same automaton: kept for another of the input's tokenizers)
-            kept_s = walks.found.get(("blocks", id(dfa))) if walks is not None and view is not None else None
-            if kept_s is not None and kept_s[0] is dfa:
-                block_s = kept_s[1]
-            else:
-                block_s = refine(dfa.trans, acc, max_rounds=SHORT_TOKEN, deadline=deadline)
-                if walks is not None and view is not None:
-                    walks.found[("blocks", id(dfa))] = (dfa, block_s)
+            kept_s: NDArray[np.int64] | None = joint.recall("blocks", dfa) if joint is not None else None
+            if kept_s is None:
+                kept_s = refine(dfa.trans, acc, max_rounds=SHORT_TOKEN, deadline=deadline)
+                if joint is not None:
+                    joint.keep("blocks", dfa, kept_s)
+            block_s = kept_s
         else:
             block_s = np.unique(short_blocks, return_inverse=True)[1].astype(np.int64).reshape(-1)
         if not long_.token_ids.size:
@@ -823,15 +836,13 @@ def align(
     # Walks that an earlier alignment of this automaton made for another of the input's
     # tokenizers (over the same shared tokens) are taken from there: a state's walk depends
     # on the state alone, and each block's is its first state's.
-    kept = walks.found.get(("short", id(dfa))) if walks is not None and view is not None else None
-    if kept is not None and kept[0] is not dfa:
-        kept = None
+    kept = joint.recall("short", dfa) if joint is not None else None  # (its states, sorted, and their walks)
     todo = np.arange(rep_s.shape[0], dtype=np.int64)
-    if kept is not None and kept[1].size:
-        at = np.minimum(np.searchsorted(kept[1], rep_s), kept[1].shape[0] - 1)
-        hit = kept[1][at] == rep_s
+    if kept is not None and kept[0].size:
+        at = np.minimum(np.searchsorted(kept[0], rep_s), kept[0].shape[0] - 1)
+        hit = kept[0][at] == rep_s
         todo = np.flatnonzero(~hit)
-        short_ok = [kept[2][j] if h else None for j, h in zip(at.tolist(), hit.tolist())]
+        short_ok = [kept[1][j] if h else None for j, h in zip(at.tolist(), hit.tolist())]
     else:
         short_ok = [None] * rep_s.shape[0]
     for i in range(0, todo.shape[0], short_chunk):
@@ -843,11 +854,11 @@ def align(
             short_ok[b] = distinct.setdefault((got.dtype.char, got.tobytes()), got)
         if progress is not None:
             progress(rep_s.shape[0] - todo.shape[0] + min(i + short_chunk, todo.shape[0]), rep_s.shape[0] + nblocks)
-    if walks is not None and view is not None and todo.size:
-        states = rep_s if kept is None else np.concatenate([kept[1], rep_s[todo]])
-        found = short_ok if kept is None else list(kept[2]) + [short_ok[b] for b in todo.tolist()]
+    if joint is not None and todo.size:
+        states = rep_s if kept is None else np.concatenate([kept[0], rep_s[todo]])
+        found = short_ok if kept is None else list(kept[1]) + [short_ok[b] for b in todo.tolist()]
         order = np.argsort(states, kind="stable")
-        walks.found[("short", id(dfa))] = (dfa, states[order], [found[j] for j in order.tolist()])
+        joint.keep("short", dfa, (states[order], [found[j] for j in order.tolist()]))
     del distinct
     if ctries and many_wide:
         short_table.class_tries()[dfa.byte_class.tobytes()] = ctries[0]
@@ -856,7 +867,7 @@ def align(
         if deadline is not None and time.monotonic() > deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
         _batch_allowed(dfa, long_, rep[i : i + LONG_WALK_CHUNK], seq_memo, flat_trans=flat_trans, read=False)
-    short_pos = short_table.short_positions() if view is None else view[0]
+    short_pos = short_table.short_positions() if view is None else view.positions
     short_ids = table.slices()[0].ids
     block_mask = np.zeros(nblocks, dtype=np.int32)
     for i in range(0, nblocks, chunk):
@@ -885,7 +896,7 @@ def align(
                     mask = np.take(ext, short_pos)
                 else:
                     mask = np.zeros(table.vocab_size, dtype=np.bool_)
-                    mask[short_ids[packed] if view is None else _expand_ids(view[2], view[1], packed)] = True
+                    mask[short_ids[packed] if view is None else view.token_ids(packed)] = True
                 mask[long_.token_ids[ok_l[long_.token_seq]]] = True
                 if ok_l[-1] and eos.size:
                     mask[eos] = True

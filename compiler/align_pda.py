@@ -483,25 +483,25 @@ def align_pda(
         TimeLimitExceeded: ``deadline`` passed.
         StateLimitExceeded: the alignment automata exceed ``max_states`` even without inlining.
     """
-    joint = walks is not None and walks.tokens.view(table) is not None
+    joint = walks if walks is not None and walks.tokens.view(table) is not None else None
     built: Automata | StateLimitExceeded | None = None
-    if walks is not None and joint:
-        longest = walks.tokens.max_len
-        built, aborts = _kept_automata(walks, pda, longest, deadline, inline_depth, max_states)
+    if joint is not None:
+        longest = joint.tokens.max_len
+        built, aborts = _kept_automata(joint, pda, longest, deadline, inline_depth, max_states)
         # Built for the longest token of all the tokenizers, the automata hold more states
         # than this one's need, and give its masks exactly (a state past its longest token
         # is never read by its walks), unless they exceeded a limit that its own would have
         # stayed under (they then have less inline depth, or were refused): then its own
         # are built.
         if table.max_len < longest and any(_fits(a, max(table.max_len, 1)) for a in aborts):
-            built, _ = _kept_automata(walks, pda, table.max_len, deadline, inline_depth, max_states)
+            built, _ = _kept_automata(joint, pda, table.max_len, deadline, inline_depth, max_states)
     if isinstance(built, StateLimitExceeded):
         raise built.with_traceback(None)
     k, parts, short_blocks = built if built is not None else _alignment_automata(
         pda, table.max_len, deadline, inline_depth, max_states)
     no_eos = TokenTable(table.flat, table.offsets, table.walkable, (), table.vocab_size)
     no_eos.__dict__["_slices"] = table.slices()
-    if not joint:  # (the shared tokens' trie serves otherwise: this one need not be built)
+    if joint is None:  # (the shared tokens' trie serves otherwise: this one need not be built)
         no_eos.__dict__["_trie"] = table.trie()
         no_eos.__dict__["_first_blocks"] = table.first_blocks()
         no_eos.__dict__["_short_positions"] = table.short_positions()
@@ -555,17 +555,17 @@ def _kept_automata(walks: ShortWalks, pda: Pda, longest: int, deadline: float | 
     """:func:`_alignment_automata` (or the refusal it raised) and the subset constructions
     that exceeded their limit on the way, kept in ``walks`` for the next tokenizer (the same
     automata objects: their short walks are kept with them)."""
-    key = ("pda", id(pda), inline_depth, max_states, longest)
-    kept = walks.found.get(key)
-    if kept is not None and kept[0] is pda:
-        return kept[1], kept[2]
+    kept: tuple[Automata | StateLimitExceeded, list[Abort]] | None = walks.recall(
+        "pda", pda, inline_depth, max_states, longest)
+    if kept is not None:
+        return kept
     aborts: list[Abort] = []
     try:
         got: Automata | StateLimitExceeded = _alignment_automata(pda, longest, deadline, inline_depth, max_states,
                                                                  aborts)
     except StateLimitExceeded as e:
         got = e.with_traceback(None)
-    walks.found[key] = (pda, got, aborts)
+    walks.keep("pda", pda, (got, aborts), inline_depth, max_states, longest)
     return got, aborts
 
 

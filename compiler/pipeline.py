@@ -105,12 +105,10 @@ _SHORT: ContextVar[tuple[Vocabulary, ...] | None] = ContextVar("maskc_shared_sho
 _SHORT_TABLES: dict[tuple[str, ...], SharedShortTokens] = {}  # per set of tokenizers: the last one built
 
 
-def shared_short_tokens(vocabs: Sequence[Vocabulary]) -> SharedShortTokens | None:
+def _shared_short_tokens(vocabs: Sequence[Vocabulary]) -> SharedShortTokens:
     """The short tokens of ``vocabs`` as one table (:class:`~maskc.compiler.align.SharedShortTokens`),
-    built once per process for the last set of tokenizers asked; None for fewer than two."""
+    built once per process for the last set of tokenizers asked."""
     by_print = {v.fingerprint: v for v in vocabs}
-    if len(by_print) < 2:
-        return None
     key = tuple(sorted(by_print))
     got = _SHORT_TABLES.get(key)
     if got is None:
@@ -125,7 +123,7 @@ def _short_walks() -> ShortWalks | None:
     vocabs = _SHORT.get()
     if vocabs is None:
         return None
-    return ShortWalks(lambda: shared_short_tokens(vocabs) or SharedShortTokens([]))
+    return ShortWalks(lambda: _shared_short_tokens(vocabs))
 
 
 @contextmanager
@@ -152,7 +150,7 @@ def sharing_automata(vocabs: Sequence[Vocabulary] = ()) -> Iterator[None]:
 
     ``vocabs``: the tokenizers the block compiles for. Given two or more, the walks of their
     short tokens are shared too: each automaton's states are walked once over the trie of
-    all their distinct short tokens (:func:`shared_short_tokens`), and each tokenizer's
+    all their distinct short tokens (:class:`~maskc.compiler.align.SharedShortTokens`), and each tokenizer's
     alignment reads its own tokens out of the walks the first one made. The masks are the
     same (a token's fate depends on its bytes alone); the first compile walks a somewhat
     larger trie, the next ones none.
