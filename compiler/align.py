@@ -38,6 +38,9 @@ __all__ = ["ClassSeqs", "class_sequences", "align", "TokenTable", "SHORT_TOKEN",
 
 SHORT_TOKEN = 16  # tokens up to this many bytes are "short" (the vast majority)
 CLASS_TRIES = 4  # merged tries (and long-token class sequences) kept per token table
+LOOP_REGIONS = 8
+"""Loop regions of the byte trie kept per token table, by the loop's moves on bytes: a string's
+interior is the same loop, on the same bytes, in every grammar, where its byte classes differ."""
 
 
 class _Recent(dict[Any, Any]):
@@ -137,6 +140,15 @@ class TokenTable:
         got: dict[bytes, ClassTrie] | None = self.__dict__.get("_class_tries")
         if got is None:
             got = self.__dict__["_class_tries"] = _Recent(CLASS_TRIES)
+        return got
+
+    def loop_regions(self) -> dict[bytes, Any]:
+        """Regions of loops in the short tokens' trie (:func:`loop_region` and the tokens
+        inside), by the loop's moves on bytes, for the last :data:`LOOP_REGIONS` loops: a
+        region of the byte trie depends on the bytes that keep a walk inside alone."""
+        got: dict[bytes, Any] | None = self.__dict__.get("_loop_regions")
+        if got is None:
+            got = self.__dict__["_loop_regions"] = _Recent(LOOP_REGIONS)
         return got
 
     def long_sequences(self, byte_class: NDArray[np.uint8], num_classes: int) -> ClassSeqs:
@@ -590,7 +602,8 @@ def _short_allowed(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64], flat_tr
                    node_class: NDArray[np.int64], ctries: list[ClassTrie], many_wide: bool,
                    deadline: float | None, blocks: NDArray[np.int64],
                    memos: dict[int, PairMemo], canon: NDArray[np.int64] | None,
-                   regions: dict[tuple[int, int, bytes], Any]) -> list[NDArray[np.int32] | NDArray[np.uint8]]:
+                   regions: dict[tuple[int, int, bytes], Any],
+                   kept: dict[bytes, Any] | None = None) -> list[NDArray[np.int32] | NDArray[np.uint8]]:
     """Per state: the short tokens it allows (indices into the trie's tokens), packed (:func:`_pack`).
 
     The walks run over the trie labelled by class (built on first need into ``ctries``:
@@ -604,7 +617,8 @@ def _short_allowed(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64], flat_tr
     (:data:`WIDE_SHARE`; :data:`MANY_WIDE` counts the states where a quarter survive).
     ``blocks`` is :meth:`TokenTable.first_blocks`. ``memos`` (per class trie) keeps the walks
     of the wide states' first-byte successors across calls (:class:`PairMemo`), ``canon``
-    its representatives of states alike for the trie's depth.
+    its representatives of states alike for the trie's depth. ``kept``: the table's loop
+    regions by their moves on bytes (:meth:`TokenTable.loop_regions`), shared by its alignments.
     """
     n = trie.num_tokens
     out: list[NDArray[np.int32] | NDArray[np.uint8]] = [_pack(np.zeros(0, dtype=np.int64), n)] * states.shape[0]
@@ -630,11 +644,13 @@ def _short_allowed(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64], flat_tr
                 dense.append(x)
         for xs in groups.values():
             plain = np.where(loops[xs[0]], 0, -1)[None, :].astype(np.int64)  # the loop alone
-            rest = _walk_loop(dfa, ct, flat_trans, xs, plain, ws[xs][:, None], out, wide, n, deadline, regions)
+            rest = _walk_loop(dfa, ct, flat_trans, xs, plain, ws[xs][:, None], out, wide, n, deadline, regions,
+                              kept, trie)
             if rest:  # a quarter of the tokens leave the loop: with its UTF-8 detours, perhaps fewer
                 got = _detours(dfa, ws[xs].tolist())
                 if got is not None:
-                    rest = _walk_loop(dfa, ct, flat_trans, xs, got[0], got[1], out, wide, n, deadline, regions)
+                    rest = _walk_loop(dfa, ct, flat_trans, xs, got[0], got[1], out, wide, n, deadline, regions,
+                                      kept, trie)
             dense.extend(rest)
         dense.sort()
         if len(dense) > 1:  # walks past the first byte, shared between the states (when fewer)
@@ -675,18 +691,29 @@ def _short_allowed(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64], flat_tr
 
 def _walk_loop(dfa: Dfa, ct: ClassTrie, flat_trans: NDArray[np.int64], xs: list[int], rel: NDArray[np.int64],
                places: NDArray[np.int64], out: list[NDArray[np.int32] | NDArray[np.uint8]], wide: NDArray[np.int64],
-               n: int, deadline: float | None, regions: dict[tuple[int, int, bytes], Any]) -> list[int]:
+               n: int, deadline: float | None, regions: dict[tuple[int, int, bytes], Any],
+               kept: dict[bytes, Any] | None = None, trie: TokenTrie | None = None) -> list[int]:
     """Walk the wide states ``xs`` of one loop (``rel``, with each state's ``places``: see
     :func:`~maskc.compiler.trie.walk_loops`) where three quarters of the tokens stay inside
     it, writing ``out``; the states left to walk otherwise (all of them where more leave, and
-    those whose places are -1). Regions are kept in ``regions`` for the alignment."""
+    those whose places are -1). Regions are kept in ``regions`` for the alignment, and in
+    ``kept`` (:meth:`TokenTable.loop_regions`) by the loop's moves on bytes where ``ct`` is
+    ``trie`` labelled by class (its nodes are the byte trie's)."""
     key = (id(ct), rel.shape[0], rel.tobytes())
     found = regions.get(key)
     if found is None:
-        region = loop_region(ct, rel)
-        inside = np.zeros(n, dtype=np.bool_)  # the tokens every state allows
-        inside[region[2]] = True
-        found = regions[key] = (region, inside)
+        on_bytes = None
+        if kept is not None and trie is not None and ct.parent is trie.parent:
+            on_bytes = rel[:, dfa.byte_class.astype(np.int64)]  # (a node's class is its byte's)
+            found = kept.get(on_bytes.tobytes())  # (256 columns: the bytes tell the rows too)
+        if found is None:
+            region = loop_region(ct, rel)
+            inside = np.zeros(n, dtype=np.bool_)  # the tokens every state allows
+            inside[region[2]] = True
+            found = (region, inside)
+            if on_bytes is not None:
+                kept[on_bytes.tobytes()] = found
+        regions[key] = found
     region, inside = found
     stay = region[2]
     if stay.shape[0] * 4 < n * 3:
@@ -850,7 +877,8 @@ def align(
             raise TimeLimitExceeded("compile time (s)", limit=0)
         part = todo[i : i + short_chunk]
         for b, got in zip(part.tolist(), _short_allowed(dfa, trie, rep_s[part], flat_trans, node_class, ctries,
-                                                        many_wide, deadline, blocks, memos, canon, regions)):
+                                                        many_wide, deadline, blocks, memos, canon, regions,
+                                                        short_table.loop_regions())):
             short_ok[b] = distinct.setdefault((got.dtype.char, got.tobytes()), got)
         if progress is not None:
             progress(rep_s.shape[0] - todo.shape[0] + min(i + short_chunk, todo.shape[0]), rep_s.shape[0] + nblocks)

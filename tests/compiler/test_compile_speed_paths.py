@@ -479,6 +479,46 @@ def test_the_merged_trie_is_built_once_per_byte_classes() -> None:
     assert all(table.class_tries()[k] is v for k, v in cached.items())  # reused, not rebuilt
 
 
+def test_a_loop_region_is_kept_by_its_bytes_across_grammars(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A string's interior is the same loop on the same bytes in grammars whose byte classes
+    differ: its region of the byte trie is built by the first alignment that meets it and read
+    by the later ones, with the artifacts of compiles that keep nothing."""
+    import maskc
+    from maskc.compiler import align as align_mod
+    from maskc.compiler.pipeline import token_table
+
+    words = ["ab", "abc", "xy", "xyz", "k", "hello", "world", " the", "a b", "zz", "q", "12", "3"]
+    chars = [chr(c) for c in range(0x20, 0x7F) if chr(c) not in words]
+
+    def vocab() -> maskc.Vocabulary:
+        return maskc.Vocabulary.from_tokens(chars + words + ['{"', '":"', '"}', '","', "<eos>"], eos="<eos>",
+                                            name="loops")
+
+    schemas = [
+        {"type": "object", "properties": {"ab": {"type": "string"}}, "required": ["ab"], "additionalProperties": False},
+        {"type": "object", "properties": {"xyz": {"type": "string"}, "k": {"type": "string"}},
+         "required": ["xyz", "k"], "additionalProperties": False},
+    ]
+    built: list[int] = []
+    real = align_mod.loop_region
+    monkeypatch.setattr(align_mod, "loop_region", lambda *a: built.append(1) or real(*a))
+    v = vocab()
+    kept = []
+    for schema in schemas:
+        before = len(built)
+        kept.append(maskc.compile_json_schema(schema, v).to_bytes())
+        if schema is schemas[0]:
+            assert len(built) > before  # the first grammar builds the string's region
+        else:
+            assert len(built) == before  # other byte classes, the same loop on bytes: read back
+    assert token_table(v).loop_regions()
+    monkeypatch.setattr(align_mod, "LOOP_REGIONS", 0)  # a table that keeps nothing
+    w = vocab()
+    fresh = [maskc.compile_json_schema(schema, w).to_bytes() for schema in schemas]
+    assert not token_table(w).loop_regions()
+    assert fresh == kept
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_unique_by_marking_matches_numpy_unique(seed: int) -> None:
     """The class trie's per-level grouping (a marked table when the key range is short, a
