@@ -711,7 +711,7 @@ def _walk_loop(dfa: Dfa, ct: ClassTrie, flat_trans: NDArray[np.int64], xs: list[
             inside = np.zeros(n, dtype=np.bool_)  # the tokens every state allows
             inside[region[2]] = True
             found = (region, inside)
-            if on_bytes is not None:
+            if kept is not None and on_bytes is not None:
                 kept[on_bytes.tobytes()] = found
         regions[key] = found
     region, inside = found
