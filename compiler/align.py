@@ -603,7 +603,7 @@ def _short_allowed(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64], flat_tr
                    deadline: float | None, blocks: NDArray[np.int64],
                    memos: dict[int, PairMemo], canon: NDArray[np.int64] | None,
                    regions: dict[tuple[int, int, bytes], Any],
-                   kept: dict[bytes, Any] | None = None) -> list[NDArray[np.int32] | NDArray[np.uint8]]:
+                   kept: dict[bytes, Any]) -> list[NDArray[np.int32] | NDArray[np.uint8]]:
     """Per state: the short tokens it allows (indices into the trie's tokens), packed (:func:`_pack`).
 
     The walks run over the trie labelled by class (built on first need into ``ctries``:
@@ -692,7 +692,7 @@ def _short_allowed(dfa: Dfa, trie: TokenTrie, states: NDArray[np.int64], flat_tr
 def _walk_loop(dfa: Dfa, ct: ClassTrie, flat_trans: NDArray[np.int64], xs: list[int], rel: NDArray[np.int64],
                places: NDArray[np.int64], out: list[NDArray[np.int32] | NDArray[np.uint8]], wide: NDArray[np.int64],
                n: int, deadline: float | None, regions: dict[tuple[int, int, bytes], Any],
-               kept: dict[bytes, Any] | None = None, trie: TokenTrie | None = None) -> list[int]:
+               kept: dict[bytes, Any], trie: TokenTrie) -> list[int]:
     """Walk the wide states ``xs`` of one loop (``rel``, with each state's ``places``: see
     :func:`~maskc.compiler.trie.walk_loops`) where three quarters of the tokens stay inside
     it, writing ``out``; the states left to walk otherwise (all of them where more leave, and
@@ -702,17 +702,17 @@ def _walk_loop(dfa: Dfa, ct: ClassTrie, flat_trans: NDArray[np.int64], xs: list[
     key = (id(ct), rel.shape[0], rel.tobytes())
     found = regions.get(key)
     if found is None:
-        on_bytes = None
-        if kept is not None and trie is not None and ct.parent is trie.parent:
-            on_bytes = rel[:, dfa.byte_class.astype(np.int64)]  # (a node's class is its byte's)
-            found = kept.get(on_bytes.tobytes())  # (256 columns: the bytes tell the rows too)
+        # (a node's class is its byte's; 256 columns: the bytes tell the rows too)
+        on_bytes = rel[:, dfa.byte_class.astype(np.int64)].tobytes() if ct.parent is trie.parent else None
+        if on_bytes is not None:
+            found = kept.get(on_bytes)
         if found is None:
             region = loop_region(ct, rel)
             inside = np.zeros(n, dtype=np.bool_)  # the tokens every state allows
             inside[region[2]] = True
             found = (region, inside)
-            if kept is not None and on_bytes is not None:
-                kept[on_bytes.tobytes()] = found
+            if on_bytes is not None:
+                kept[on_bytes] = found
         regions[key] = found
     region, inside = found
     stay = region[2]
