@@ -138,7 +138,8 @@ def _typed_tables(tensors: dict[str, NDArray[Any]], metadata: dict[str, str], wh
     info = parse_metadata(metadata, where)
     vocab_size = info.vocab_size
     counted = metadata["format_version"] in fmt.COUNTED_VERSIONS
-    trans = fmt.check_tables(tensors, vocab_size, where, counted)
+    nested = metadata["format_version"] == fmt.NESTED_FORMAT_VERSION
+    trans = fmt.check_tables(tensors, vocab_size, where, counted, nested)
     if (info.num_states is not None and info.num_states != trans.num_states) or (
         info.num_masks is not None and info.num_masks != tensors["mask.kind"].shape[0]
     ):
@@ -150,7 +151,8 @@ def _typed_tables(tensors: dict[str, NDArray[Any]], metadata: dict[str, str], wh
         try:
             counters = Counters(np.array(tensors["count.region"], dtype=np.int32),
                                 np.array(tensors["count.exit"], dtype=np.int32),
-                                np.array(tensors["count.span"], dtype=np.int32))
+                                np.array(tensors["count.span"], dtype=np.int32),
+                                np.array(tensors[fmt.NEST_TENSOR], dtype=np.int32) if nested else None)
         except ValueError as e:
             raise ArtifactCorrupt(f"{where} has malformed counted loops") from e
     # check_tables kept every target in [-1, states). A large table stays as stored: a matcher
@@ -230,6 +232,9 @@ class Artifact:
         self._forced: dict[int, bytes] = {}
         self._counted_room: list[int] | None = None  # CountingMatcher: per state, the count a token may exit at
         self._counted_step_cache: dict[tuple[int, int], tuple[int, int, bool]] = {}
+        self._nested_chains: list[tuple[int, ...]] = []  # NestedCountingMatcher: per loop, its loops
+        self._nested_spans: list[tuple[int, ...]] | None = None  # per state, the spans of its loops
+        self._nested_step_cache: dict[tuple[int, int], tuple[int, tuple[int, ...], int]] = {}
         self.tokenizer: Vocabulary | None = None
         self.cache_hit = False
         self.cache_path: Path | None = None
@@ -256,6 +261,10 @@ class Artifact:
             tensors.update({"count.region": c.region.astype(np.int32), "count.exit": c.exit.astype(np.int32),
                             "count.span": c.span.astype(np.int32)})
             version = fmt.COUNTED_FORMAT_VERSION
+            if c.nested:
+                assert c.parent is not None
+                tensors[fmt.NEST_TENSOR] = c.parent.astype(np.int32)
+                version = fmt.NESTED_FORMAT_VERSION
         if g.pda is not None and g.uncertain_mask is not None:
             p = g.pda
             tensors.update({
@@ -544,6 +553,8 @@ class Artifact:
             from maskc.artifacts.pushdown import PushdownMatcher
 
             return PushdownMatcher(self)
+        if self.dfa.counters is not None and self.dfa.counters.nested:
+            return NestedCountingMatcher(self)
         if self.dfa.counters is not None:
             return CountingMatcher(self)
         return Matcher(self)
@@ -623,5 +634,5 @@ def load_artifact(path: str | os.PathLike[str], *, tokenizer: Vocabulary | None 
     return art
 
 
-from maskc.artifacts.matcher import CountingMatcher, Matcher  # noqa: E402  (type for Artifact.matcher)
+from maskc.artifacts.matcher import CountingMatcher, Matcher, NestedCountingMatcher  # noqa: E402  (type for Artifact.matcher)
 from maskc.artifacts.pushdown import PushdownMatcher  # noqa: E402

@@ -8,8 +8,9 @@ tensor's bytes, so a tampered or truncated file is refused on load: a flipped bi
 id or in the options is caught like one in a mask.
 
 Format versions: 5 hashes the content in pieces of 1 MiB (hashed side by side on load), 6 is
-5 with counted loops; 3 and 4 (read still) are the same tables with the content hashed as one
-stream, 4 with counted loops; 2 hashed the tensors only (refused, recompile).
+5 with counted loops, 7 is 6 with loops nested in loops (``count.parent``); 3 and 4 (read
+still) are the same tables with the content hashed as one stream, 4 with counted loops; 2
+hashed the tensors only (refused, recompile).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
     "COUNTED_FORMAT_VERSION",
+    "NESTED_FORMAT_VERSION",
+    "NEST_TENSOR",
     "COUNTED_VERSIONS",
     "READ_VERSIONS",
     "TENSORS",
@@ -49,9 +52,10 @@ __all__ = [
 FORMAT = "maskc-artifact"
 FORMAT_VERSION = "5"
 COUNTED_FORMAT_VERSION = "6"  # version 5 plus counted loops (the count.* tensors); older readers refuse it
-PIECE_VERSIONS = (FORMAT_VERSION, COUNTED_FORMAT_VERSION)  # the content hashed in pieces
+NESTED_FORMAT_VERSION = "7"  # version 6 plus loops inside loops (count.parent); older readers refuse it
+PIECE_VERSIONS = (FORMAT_VERSION, COUNTED_FORMAT_VERSION, NESTED_FORMAT_VERSION)  # the content hashed in pieces
 WHOLE_STREAM_VERSIONS = ("3", "4")  # read still: 3 as 5 and 4 as 6, the content hashed whole
-COUNTED_VERSIONS = ("4", COUNTED_FORMAT_VERSION)
+COUNTED_VERSIONS = ("4", COUNTED_FORMAT_VERSION, NESTED_FORMAT_VERSION)
 READ_VERSIONS = (*WHOLE_STREAM_VERSIONS, *PIECE_VERSIONS)
 COMPILER_VERSION = "0.3.3"
 
@@ -87,6 +91,9 @@ COUNT_TENSORS: dict[str, tuple[np.dtype[np.generic], int]] = {
     "count.exit": (np.dtype(np.int32), 1),  # [states] a loop head's exit state, -1 elsewhere
     "count.span": (np.dtype(np.int32), 1),  # [loops] arrivals at the head before the exit
 }
+# Present exactly in a version-7 artifact, beside COUNT_TENSORS: [loops] the loop whose item
+# holds each loop (numbered before it), -1: none.
+NEST_TENSOR = "count.parent"
 # Optional beside the pushdown tables: the runtime's answers for listed stack contexts
 # (maskc.artifacts.contexts), sorted by top state. Readers that do not know them compute the
 # same answers on the live stack, so they do not change the format version.
@@ -408,10 +415,11 @@ class _Bounds:
 
 
 def check_tables(tensors: Mapping[str, NDArray[np.generic]], vocab_size: int, where: str,
-                 counted: bool = False) -> SparseTable:
+                 counted: bool = False, nested: bool = False) -> SparseTable:
     """Structural checks that make every later index safe; returns the transition table as
-    stored (validated, not decoded). ``counted``: the header says version 4, so the count
-    tensors must be there (and must not be otherwise)."""
+    stored (validated, not decoded). ``counted``: the header says version 4, 6 or 7, so the
+    count tensors must be there (and must not be otherwise); ``nested``: version 7, so the
+    loops' parents must be there too (and must not be otherwise)."""
     for name, (dtype, ndim) in TENSORS.items():
         arr = tensors.get(name)
         if arr is None:
@@ -449,7 +457,7 @@ def check_tables(tensors: Mapping[str, NDArray[np.generic]], vocab_size: int, wh
         bounds.add(lens, 0)  # (from offsets[0] = 0 to the data's size: every offset indexes the data)
         bounds.add(lens[dense], words, words + 1)
         bounds.add(lens[delta], 1)
-        bad = (_pda_bounds(tensors, n, m, bounds) or _count_bounds(tensors, n, counted, bounds)
+        bad = (_pda_bounds(tensors, n, m, bounds) or _count_bounds(tensors, n, counted, nested, bounds)
                or _context_bounds(tensors, n, m, bounds) or bounds.bad())
     if not bad:
         has_delta = bool(delta.any())
@@ -497,11 +505,15 @@ def _group(tensors: Mapping[str, NDArray[np.generic]], group: Mapping[str, tuple
     return any(tensors[name].dtype != dtype or tensors[name].ndim != ndim for name, (dtype, ndim) in group.items())
 
 
-def _count_bounds(tensors: Mapping[str, NDArray[np.generic]], n: int, counted: bool, bounds: _Bounds) -> bool:
+def _count_bounds(tensors: Mapping[str, NDArray[np.generic]], n: int, counted: bool, nested: bool,
+                  bounds: _Bounds) -> bool:
     """Whether the count tensors are malformed in shape, or present where the version says
     none (and the other way round); their ranges go to ``bounds``. Counted loops live only
     in regular artifacts."""
     bad = _group(tensors, COUNT_TENSORS)
+    parent: NDArray[Any] | None = tensors.get(NEST_TENSOR)
+    if (parent is not None) != (counted and nested):
+        return True
     if not counted:
         return bad is not None
     if bad is not False or any(k in tensors for k in PDA_TENSORS):
@@ -515,6 +527,9 @@ def _count_bounds(tensors: Mapping[str, NDArray[np.generic]], n: int, counted: b
     bounds.add(region, -1, loops)
     bounds.add(exit_, -1, n)
     bounds.add(span, 1)
+    if parent is not None:  # a loop's parent numbered before it: the nesting has no cycle
+        return (parent.dtype != np.int32 or parent.shape != (loops,) or int(parent.min()) < -1
+                or bool((parent >= np.arange(loops)).any()))
     return False
 
 

@@ -539,3 +539,94 @@ class CountingMatcher(Matcher):
         self._stack[-1] = nxt
         self._counts[-1] = n
         return True
+
+
+class NestedCountingMatcher(Matcher):
+    """A :class:`Matcher` for an artifact whose counted loops nest (a counted array of items
+    that hold counted strings): beside each state, a stack of counts, one per loop the
+    state is inside (:meth:`~maskc.compiler.counters.Counters.walk_stack`). Masks do not
+    depend on the counts, as in :class:`CountingMatcher`."""
+
+    def __init__(self, artifact: Artifact) -> None:
+        super().__init__(artifact)
+        counters = artifact.dfa.counters
+        assert counters is not None
+        self._counters = counters
+        self._counts: list[tuple[int, ...]] = [()]
+        if artifact._nested_spans is None:  # per state, the spans of its loops, outermost first
+            chains = counters.chains()
+            span = counters.span.tolist()
+            by_loop = [tuple(span[k] for k in chain) for chain in chains]
+            artifact._nested_chains = chains
+            artifact._nested_spans = [by_loop[r] if r >= 0 else () for r in counters.region.tolist()]
+        self._chains: list[tuple[int, ...]] = artifact._nested_chains
+        self._spans: list[tuple[int, ...]] = artifact._nested_spans
+        self._nested_cache: dict[tuple[int, int], tuple[int, tuple[int, ...], int]] = artifact._nested_step_cache
+
+    @property
+    def count(self) -> int:
+        """Arrivals at the head of the current state's innermost loop since it was entered (0 outside loops)."""
+        c = self._counts[-1]
+        return c[-1] if c else 0
+
+    @property
+    def counts(self) -> tuple[int, ...]:
+        """The count of each loop the current state is inside, outermost first."""
+        return self._counts[-1]
+
+    def reset(self) -> None:
+        self._stack = [0]
+        self._counts = [()]
+
+    def rollback(self, num_tokens: int = 1) -> None:
+        n = check_rollback(num_tokens, self.num_accepted)
+        if n:
+            del self._stack[-n:]
+            del self._counts[-n:]
+
+    def accept_token(self, token_id: int) -> bool:
+        t = token_id if type(token_id) is int and 0 <= token_id < self._vocab_size else (
+            check_token_id(token_id, self._vocab_size))
+        s = self._stack[-1]
+        if s == _TERMINATED:
+            return False
+        c = self._counts[-1]
+        got = self._nested_cache.get((s, t))
+        if got is None:
+            if t in self._eos:
+                got = (_TERMINATED if self.artifact.dfa.accepting[s] else -1, (), 0)
+            elif t >= len(self._tokens) or t in self._special or not self._tokens[t]:
+                got = (-1, (), 0)
+            else:
+                # From counts of 0 no exit is reached (a loop spans more than a token): the
+                # counts the token leaves, and how many of the loops it starts in it never left.
+                got = self._counters.walk_kept(self.artifact.dfa, s, (0,) * len(self._spans[s]), self._tokens[t],
+                                               self._chains)
+            self._nested_cache[(s, t)] = got
+        nxt, n, kept = got
+        if nxt == -1:
+            return False
+        if nxt >= 0 and c:
+            size = len(self._tokens[t])
+            if any(x + size >= sp for x, sp in zip(c, self._spans[s])):
+                # The token may reach the exit of one of this state's loops: the exact walk.
+                nxt, n = self._counters.walk_stack(self.artifact.dfa, s, c, self._tokens[t], self._chains)
+                if nxt < 0:
+                    return False
+            elif kept:
+                n = tuple(x + y for x, y in zip(c[:kept], n)) + n[kept:]
+        self._stack.append(nxt)
+        self._counts.append(n)
+        return True
+
+    def accept_string(self, text: str | bytes) -> bool:
+        data = string_bytes(text)
+        s = self._stack[-1]
+        if s == _TERMINATED:
+            return False
+        nxt, n = self._counters.walk_stack(self.artifact.dfa, s, self._counts[-1], data, self._chains)
+        if nxt < 0:
+            return False
+        self._stack[-1] = nxt
+        self._counts[-1] = n
+        return True

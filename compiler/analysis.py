@@ -219,6 +219,35 @@ def _counted_worst_case(dfa: Dfa) -> LengthBound:
     item: dict[int, int] = {}
     unbounded = False
 
+    parent: list[int] = c.parent.tolist() if c.parent is not None else [-1] * len(span)
+    exits_of: list[list[int]] = [[] for _ in span]
+    for s in range(n):
+        if head[s]:
+            exits_of[region[s]].append(s)
+    widest = [0] * len(span)
+
+    def after(t: int, k: int, path: set[int]) -> int:
+        """The most bytes from ``t`` (just reached inside loop ``k``'s item) to an arrival at
+        ``k``'s head: 0 at the arrival, through an inner loop entered at its head counted
+        in full (its span of its widest items); -1 where none is reached."""
+        nonlocal unbounded
+        if region[t] == k:
+            return 0 if head[t] else item_len(t, k, path)
+        j = region[t]
+        if j < 0 or parent[j] != k or not head[t]:
+            return -1
+        best = -1  # inner loop j entered at its head: its items, then out of it
+        for h in exits_of[j]:
+            e = after(exit_[h], k, path)
+            if e >= 0:
+                best = max(best, span[j] * widest[j] + e)
+            for u in rows[h]:
+                if region[u] != j:
+                    e = after(u, k, path)
+                    if e >= 0:
+                        best = max(best, (span[j] - 1) * widest[j] + 1 + e)
+        return best
+
     def item_len(s: int, k: int, path: set[int]) -> int:
         nonlocal unbounded
         if s in item:
@@ -233,19 +262,18 @@ def _counted_worst_case(dfa: Dfa) -> LengthBound:
                     unbounded = True
                     continue
                 best = max(best, 1 + item_len(t, k, path))
+            elif region[t] != k:
+                e = after(t, k, path)  # (an inner loop, entered)
+                if e >= 0:
+                    best = max(best, 1 + e)
         path.discard(s)
         item[s] = best
         return best
 
-    widest = [0] * len(span)
-    for s in range(n):
-        if head[s]:
-            widest[region[s]] = max(widest[region[s]], item_len(s, region[s], set()))
+    for k in range(len(span) - 1, -1, -1):  # inner loops first (numbered after their parents)
+        for s in exits_of[k]:
+            widest[k] = max(widest[k], item_len(s, k, set()))
     rem: dict[int, int] = {}
-    exits_of: list[list[int]] = [[] for _ in span]
-    for s in range(n):
-        if head[s]:
-            exits_of[region[s]].append(s)
     order: list[int] = []  # iterative post-order over the graph with arrivals cut and exits added
     state = [0] * n  # 0 new, 1 open, 2 done
 

@@ -8,6 +8,11 @@ share one copy of the item, a *counted loop*: its masks are those of an endless 
 the runtime counts arrivals at the loop's head beside the DFA state, leaving the loop at
 its ``span``-th arrival for the copies before the bound, which are exact.
 
+Loops nest: the item of a counted loop may hold counted loops of its own (``maxItems:
+100`` over objects with a ``maxLength: 5000`` string), each with its ``parent`` loop. The
+runtime then keeps a stack of counts, one per loop the state is inside, outermost first:
+leaving an inner loop drops its count and keeps the outer one, entering pushes a zero.
+
 The lowering (:func:`maskc.compiler.nfa.lower` with a ``horizon``) builds the loops, the
 subset construction (:func:`maskc.compiler.dfa.determinize_counted`) keeps them and proves
 that every count is one number (or gives up, and the grammar is lowered with copies), and
@@ -32,13 +37,16 @@ __all__ = ["Counters", "finish", "with_exits"]
 
 @dataclass(frozen=True, slots=True)
 class Counters:
-    """Per DFA state: ``region`` (the counted loop it is in, -1: none) and ``exit`` (for a
-    loop's head: the state its ``span``-th arrival moves to; -1 elsewhere); per loop, its
-    ``span``. A state is a head exactly when ``exit >= 0``."""
+    """Per DFA state: ``region`` (the innermost counted loop it is in, -1: none) and
+    ``exit`` (for a loop's head: the state its ``span``-th arrival moves to; -1 elsewhere);
+    per loop, its ``span`` and, where loops nest, its ``parent`` (the loop whose item holds
+    it, always numbered before it; -1: none; None: no loop nests). A state is a head
+    exactly when ``exit >= 0``."""
 
     region: NDArray[np.int32]  # [states]
     exit: NDArray[np.int32]  # [states]
     span: NDArray[np.int32]  # [loops]
+    parent: NDArray[np.int32] | None = None  # [loops]
 
     def __post_init__(self) -> None:
         n = self.region.shape[0]
@@ -52,12 +60,37 @@ class Counters:
             raise ValueError("counters: a loop head outside every loop")
         if loops and int(self.span.min()) < 1:
             raise ValueError("counters: a loop spans no position")
+        if self.parent is not None:
+            if self.parent.shape != (loops,):
+                raise ValueError("counters: parent needs one entry per loop")
+            if loops and (int(self.parent.min()) < -1
+                          or bool((self.parent >= np.arange(loops, dtype=np.int64)).any())):
+                raise ValueError("counters: a loop's parent must be numbered before it")
+            self.parent.setflags(write=False)
         for arr in (self.region, self.exit, self.span):
             arr.setflags(write=False)
 
     @property
     def num_loops(self) -> int:
         return int(self.span.shape[0])
+
+    @property
+    def nested(self) -> bool:
+        """Whether some loop is inside another (counts are then a stack: :meth:`walk_stack`)."""
+        return self.parent is not None and bool((self.parent >= 0).any())
+
+    def chains(self) -> list[tuple[int, ...]]:
+        """Per loop, the loops it is inside and itself, outermost first."""
+        par = self.parent.tolist() if self.parent is not None else [-1] * self.num_loops
+        out: list[tuple[int, ...]] = []
+        for k, p in enumerate(par):
+            out.append((*out[p], k) if p >= 0 else (k,))
+        return out
+
+    def depth(self, state: int) -> int:
+        """How many loops ``state`` is inside (the length of its stack of counts)."""
+        r = int(self.region[state])
+        return 0 if r < 0 else len(self.chains()[r])
 
     def walk(self, dfa: Dfa, state: int, count: int, data: bytes) -> tuple[int, int]:
         """The exact walk of ``data`` from ``(state, count)``: ``(state, count)`` after it,
@@ -84,11 +117,69 @@ class Counters:
             state, r = nxt, k
         return state, count
 
+    def walk_stack(self, dfa: Dfa, state: int, counts: tuple[int, ...], data: bytes,
+                   chains: list[tuple[int, ...]] | None = None) -> tuple[int, tuple[int, ...]]:
+        """As :meth:`walk`, with a count per loop ``state`` is inside, outermost first:
+        ``(state, counts)`` after ``data``, ``(-1, ())`` when a byte is rejected. Entering
+        a loop pushes 0, leaving one drops its count; an arrival at the head of a loop the
+        walk was inside adds 1, and the ``span``-th takes the exit, which counts nothing."""
+        got, cnt, _ = self.walk_kept(dfa, state, counts, data, chains)
+        return got, cnt
+
+    def walk_kept(self, dfa: Dfa, state: int, counts: tuple[int, ...], data: bytes,
+                  chains: list[tuple[int, ...]] | None = None) -> tuple[int, tuple[int, ...], int]:
+        """:meth:`walk_stack`, and how many of the first counts were never dropped on the
+        way (their loops stayed entered throughout: what arrived there adds to the count
+        before)."""
+        if chains is None:
+            chains = self.chains()
+        step, klass = dfa.stepper(), dfa.byte_class.item
+        region, exit_, span = self.region.item, self.exit.item, self.span.item
+        cnt = list(counts)
+        kept = len(cnt)
+        r = region(state)
+        for b in data:
+            nxt = step(state, klass(b))
+            if nxt < 0:
+                return DEAD, (), 0
+            k = region(nxt)
+            arrive = False
+            if k != r:
+                ck = chains[k] if k >= 0 else ()
+                cr = chains[r] if r >= 0 else ()
+                d = 0
+                while d < len(ck) and d < len(cr) and ck[d] == cr[d]:
+                    d += 1
+                del cnt[d:]
+                kept = min(kept, d)
+                if k >= 0 and d == len(ck):
+                    arrive = exit_(nxt) >= 0  # back in a loop it was inside: at its head, an arrival
+                else:
+                    cnt.extend([0] * (len(ck) - d))  # entered
+            elif k >= 0 and exit_(nxt) >= 0:
+                arrive = True
+            if arrive:
+                cnt[-1] += 1
+                if cnt[-1] == span(k):
+                    nxt = exit_(nxt)
+                    cr = chains[k][:-1]
+                    k = region(nxt)
+                    ck = chains[k] if k >= 0 else ()
+                    d = 0
+                    while d < len(ck) and d < len(cr) and ck[d] == cr[d]:
+                        d += 1
+                    del cnt[d:]
+                    kept = min(kept, d)
+                    cnt.extend([0] * (len(ck) - d))
+            state, r = nxt, k
+        return state, tuple(cnt), kept
+
     def renumbered(self, old: NDArray[np.int64], new_id: NDArray[np.int32]) -> Counters:
         """The counters of the states ``old`` (in their new order), exits mapped by ``new_id``."""
         ex = self.exit[old]
         ex = np.where(ex >= 0, new_id[np.where(ex >= 0, ex, 0)], DEAD).astype(np.int32)
-        return Counters(self.region[old].astype(np.int32), ex, self.span.copy())
+        return Counters(self.region[old].astype(np.int32), ex, self.span.copy(),
+                        None if self.parent is None else self.parent.copy())
 
 
 def with_exits(dfa: Dfa) -> NDArray[np.int32]:
@@ -102,9 +193,11 @@ def with_exits(dfa: Dfa) -> NDArray[np.int32]:
 def finish(
     trans: NDArray[np.int32], byte_class: NDArray[np.uint8], accepting: NDArray[np.bool_],
     region: NDArray[np.int32], head: NDArray[np.bool_], span: list[int], *, deadline: float | None = None,
+    parent: list[int] | None = None,
 ) -> Dfa:
     """Prune, minimize and number canonically a counted subset construction (its last
-    column is the exit); the DFA with its :class:`Counters`.
+    column is the exit); the DFA with its :class:`Counters` (``parent``: per loop, the loop
+    it is inside, -1: none; kept only where some loop nests).
 
     Raises:
         EmptyLanguage: the start state cannot reach acceptance.
@@ -147,5 +240,7 @@ def finish(
     lost = (hd & (exit_ < 0)) | ((t[:, -1] >= 0) & ~hd)
     if bool(lost.any()):
         raise CounterConflict("a counted loop's head lost its exit", frozenset(int(r) for r in reg[lost] if r >= 0))
-    counters = Counters(np.where(reg >= 0, reg, -1).astype(np.int32), exit_, np.asarray(span, dtype=np.int32))
+    nests = parent is not None and any(p >= 0 for p in parent)
+    counters = Counters(np.where(reg >= 0, reg, -1).astype(np.int32), exit_, np.asarray(span, dtype=np.int32),
+                        np.asarray(parent, dtype=np.int32) if nests else None)
     return Dfa(np.ascontiguousarray(t[:, :-1]), byte_class.copy(), acc.copy(), counters)

@@ -208,7 +208,9 @@ class Dfa:
 
     def accepts(self, data: bytes) -> bool:
         """Whether ``data`` is in the language (counted loops counted)."""
-        if self.counters is not None:
+        if self.counters is not None and self.counters.nested:
+            s, _ = self.counters.walk_stack(self, 0, (), data)
+        elif self.counters is not None:
             s, _ = self.counters.walk(self, 0, 0, data)
         else:
             s = self.walk(0, data)
@@ -444,6 +446,9 @@ def _subsets(
     head_of: list[bool] = []
     exit_col = num_bytes  # counted NFAs have no calls: the one extra column is the exit
     enters: dict[int, set[int]] = {}
+    chains: list[frozenset[int]] = []
+    for r in nfa.regions:
+        chains.append(chains[r.parent] | {len(chains)} if r.parent >= 0 else frozenset([len(chains)]))
 
     def entered(x: int) -> set[int]:
         got = enters.get(x)
@@ -459,7 +464,8 @@ def _subsets(
         k = tag[mine[0]]
         if len(mine) > 1:
             raise CounterConflict("two copies of a counted loop would be live at once", frozenset(tag[x] for x in mine))
-        if any(k in entered(x) for x in cur if x not in tag):
+        running = chains[k]  # (the loop and those whose items hold it)
+        if any(not running.isdisjoint(entered(x)) for x in cur if x not in tag):
             raise CounterConflict("a counted loop could be entered while it runs", frozenset([k]))
         return k
 

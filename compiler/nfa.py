@@ -89,13 +89,15 @@ class Region:
     state of ``afters``, the position past the loop) at the ``span``-th; ``end`` is the
     repetition's end. A plain repetition has one head; its product with another
     automaton (a pattern under ``maxLength``) has one per state of the other. ``node`` is
-    the repetition (or product) it counts."""
+    the repetition (or product) it counts; ``parent`` the loop whose item holds this one
+    (numbered before it; -1: none), where a counted item is copied with its own loops."""
 
     heads: tuple[int, ...]
     afters: tuple[int, ...]
     end: int
     span: int
     node: Node
+    parent: int = -1
 
 
 Edge = tuple[int, int, int]  # (lo, hi, target)
@@ -127,6 +129,8 @@ class Nfa:
     regions: list[Region] = field(default_factory=list)
     uncounted: frozenset[int] = frozenset()  # ids of nodes lowered with copies only
     tag: dict[int, int] = field(default_factory=dict)  # NFA state -> its counted loop (region index)
+    counted_items: dict[int, tuple[Node, CountedItem | None]] = field(default_factory=dict)  # by id(item)
+    counted_rows: dict[int, tuple[Dfa, Rows]] = field(default_factory=dict)  # by id(its DFA)
 
     def new(self) -> int:
         if len(self.eps) >= self.max_states:
@@ -268,15 +272,123 @@ def _loop_plan(lo: int, hi: int | None, gap: int) -> list[tuple[str, int]] | Non
     return plan if any(kind == "loop" for kind, _ in plan) else None
 
 
+@dataclass(frozen=True, slots=True)
+class CountedItem:
+    """An item's minimal DFA with counted loops of its own (:attr:`Dfa.counters`), and the
+    loops of the NFA it was built from (their nodes and parents, by the DFA's loop numbers)."""
+
+    dfa: Dfa
+    regions: tuple[Region, ...]
+
+
+def _counted_item(nfa: Nfa, node: Node) -> CountedItem | None:
+    """``node``'s minimal DFA with its own repetitions counted, where one of them counts
+    (:func:`holds_counted_loop`) and the counts are sound to nest: the item begins outside
+    its loops and no loop's exit completes it. None otherwise (the item is then copied from
+    its DFA with every repetition unrolled, :func:`_item_dfa`)."""
+    got = nfa.counted_items.get(id(node))
+    if got is not None and got[0] is node:
+        return got[1]
+    out: CountedItem | None = None
+    assert nfa.horizon is not None
+    if holds_counted_loop(node, nfa.horizon):
+        from maskc.compiler.counters import finish
+        from maskc.compiler.dfa import CounterConflict, determinize_counted
+        from maskc.compiler.product import _CAP
+
+        budget = max(1, nfa.max_states - nfa.size)
+        cap = _CAP.get()
+        try:
+            sub = lower(node, max_states=budget, deadline=nfa.deadline, direct=True, horizon=nfa.horizon,
+                        uncounted=nfa.uncounted)
+            if sub.regions:
+                parts = determinize_counted(sub, max_states=budget if cap is None else min(budget, cap),
+                                            deadline=nfa.deadline)
+                d = finish(*parts, [r.span for r in sub.regions], deadline=nfa.deadline,
+                           parent=[r.parent for r in sub.regions])
+                c = d.counters
+                if c is not None and int(c.region[0]) < 0 and not bool(
+                        d.accepting[c.exit[c.exit >= 0]].any()):
+                    out = CountedItem(d, tuple(sub.regions))
+        except (CounterConflict, StateLimitExceeded):
+            out = None  # (the item unrolled: _item_dfa says whether it fits)
+    nfa.counted_items[id(node)] = (node, out)
+    return out
+
+
+def _lay_counted(nfa: Nfa, item: CountedItem, start: int, end: int, outer: int, loop: bool) -> int:
+    """One copy of a counted item's DFA from ``start``, its loops new regions (numbered in
+    the item's order, after ``outer``, the loop that holds the copy; -1: none), each state
+    outside them tagged ``outer``. ``loop``: the copy is ``outer``'s own item, whose
+    completions return to its first state (the head, returned, with edges of its own);
+    otherwise a completion moves on to ``end``, and the copy is one block."""
+    d = item.dfa
+    c = d.counters
+    assert c is not None
+    acc = d.accepting.tolist()
+    ex = c.exit.tolist()
+    if loop:
+        runs = _class_runs(d.byte_class.tolist(), d.num_classes)
+        ids = {s: nfa.new() for s in range(d.num_states) if not acc[s]}
+        for s, row in enumerate(d.trans.tolist()):
+            if not acc[s]:
+                out = nfa.own(ids[s])
+                out.extend((lo, hi, ids[0] if acc[t] else ids[t]) for k, t in enumerate(row) if t >= 0
+                           for lo, hi in runs[k])
+                if ex[s] >= 0:
+                    out.append((COUNT_EXIT, COUNT_EXIT, ids[ex[s]]))
+        base = -1
+        at = ids.__getitem__
+    else:
+        rows = nfa.counted_rows.get(id(d))
+        if rows is None or rows[0] is not d:
+            runs = _class_runs(d.byte_class.tolist(), d.num_classes)
+            rows = nfa.counted_rows[id(d)] = (d, tuple(
+                tuple((lo, hi, t) for k, t in enumerate(row) if t >= 0 for lo, hi in runs[k])
+                + (((COUNT_EXIT, COUNT_EXIT, ex[s]),) if ex[s] >= 0 else ())
+                for s, row in enumerate(d.trans.tolist())))
+        base = nfa.add_block(rows[1])
+        at = base.__add__
+    head = at(0)
+    nfa.eps[start].append(head)
+    region = c.region.tolist()
+    par = c.parent.tolist() if c.parent is not None else [-1] * c.num_loops
+    first = len(nfa.regions)
+    for s, r in enumerate(region):
+        if loop and acc[s]:
+            continue
+        if r >= 0:
+            nfa.tag[at(s)] = first + r
+        elif outer >= 0:
+            nfa.tag[at(s)] = outer
+        if acc[s]:
+            nfa.eps[at(s)].append(end)
+    heads: list[list[int]] = [[] for _ in range(c.num_loops)]
+    for s, e in enumerate(ex):
+        if e >= 0:
+            heads[region[s]].append(s)
+    for j, inner in enumerate(item.regions):
+        hs = heads[j]
+        afters = tuple(at(ex[h]) for h in hs)
+        nfa.regions.append(Region(tuple(at(h) for h in hs), afters, afters[0] if afters else head,
+                                  int(c.span[j]), inner.node, first + par[j] if par[j] >= 0 else outer))
+    return head
+
+
 def _build_counted(nfa: Nfa, node: Repeat, start: int, end: int) -> bool:
     """Lower ``node`` with counted loops (:class:`Region`) where its bounds are far apart
     from each other and from zero; False (nothing built) when it does not qualify: no
     loop pays, the item refers to a rule, or its DFA is not prefix-free (an item must end
-    where it completes, so that an arrival at the head is one more item)."""
+    where it completes, so that an arrival at the head is one more item). An item with
+    counted loops of its own (:func:`_counted_item`) is copied with them, nested in the
+    loop that copies it."""
     assert nfa.horizon is not None
     if id(node) in nfa.uncounted or _loop_plan(node.min, node.max, _widest_gap(node.item, nfa.horizon)) is None \
             or _has_ref(node.item):
         return False  # no loop pays even for the item's shortest bound (before its DFA is built)
+    nested = _counted_item(nfa, node.item)
+    if nested is not None:
+        return _build_counted_nested(nfa, node, nested, start, end)
     d = _item_dfa(nfa, node.item)
     plan = _count_plan(d, node.min, node.max, nfa.horizon)
     if plan is None:
@@ -319,6 +431,46 @@ def _build_counted(nfa: Nfa, node: Repeat, start: int, end: int) -> bool:
     return True
 
 
+def _build_counted_nested(nfa: Nfa, node: Repeat, item: CountedItem, start: int, end: int) -> bool:
+    """:func:`_build_counted` for an item with counted loops of its own: each copy lays
+    them out afresh (:func:`_lay_counted`), the loop's copy inside the new loop."""
+    assert nfa.horizon is not None
+    plan = _count_plan(item.dfa, node.min, node.max, nfa.horizon)
+    if plan is None:
+        return False
+    lo = node.min
+    cur, pos = start, 0
+    for kind, n in plan:
+        if kind == "copies":
+            for _ in range(n):
+                if pos >= lo:
+                    nfa.eps[cur].append(end)
+                nxt = nfa.new()
+                _lay_counted(nfa, item, cur, nxt, -1, False)
+                cur, pos = nxt, pos + 1
+            continue
+        k = len(nfa.regions)
+        nfa.regions.append(Region((), (), end, n, node))  # (its heads are known once laid out)
+        head = _lay_counted(nfa, item, cur, end, k, True)
+        nfa.tag[head] = k
+        if pos >= lo:
+            nfa.eps[head].append(end)
+        after = nfa.new()
+        nfa.own(head).append((COUNT_EXIT, COUNT_EXIT, after))
+        nfa.regions[k] = Region((head,), (after,), end, n, node)
+        cur, pos = after, pos + n
+    if node.max is None:  # (an endless loop: its copy's own loops still count)
+        loop = nfa.new()
+        nfa.eps[cur].append(loop)
+        body_end = nfa.new()
+        _lay_counted(nfa, item, loop, body_end, -1, False)
+        nfa.eps[body_end].append(loop)
+        nfa.eps[loop].append(end)
+    else:
+        nfa.eps[cur].append(end)
+    return True
+
+
 def _count_plan(d: Dfa, lo: int, hi: int | None, horizon: int, room: int = 0) -> list[tuple[str, int]] | None:
     """:func:`_loop_plan` for ``item{lo,hi}`` with the item's minimal DFA ``d``; None when
     the item is not prefix-free or no loop pays. A token of ``horizon`` bytes ends at most
@@ -327,6 +479,8 @@ def _count_plan(d: Dfa, lo: int, hi: int | None, horizon: int, room: int = 0) ->
     on one of its completing bytes, a shortest item after the last); ``room`` more items
     are kept between a loop and a bound (see :func:`_finish_room`)."""
     rows = d.trans.tolist()
+    if d.counters is not None:  # (an item's own loops: an exit is a step too, of at least one byte)
+        rows = [row + [e] for row, e in zip(rows, d.counters.exit.tolist())]
     acc = d.accepting.tolist()
     if acc[0] or any(acc[s] and any(t >= 0 for t in row) for s, row in enumerate(rows)):
         return None
@@ -356,16 +510,18 @@ def _completing_bytes(d: Dfa) -> bytes:
 
 
 def counted_copies(item: Node, lo: int, hi: int | None, horizon: int, *, max_states: int,
-                   deadline: float | None) -> tuple[int, int] | None:
+                   deadline: float | None, nested: bool = True) -> tuple[int, int] | None:
     """``(copies, states)``: how many copies of ``item`` a counted lowering of
     ``item{lo,hi}`` builds for tokens of at most ``horizon`` bytes (a loop is one copy), and
-    the states of each (the item's minimal DFA); None where it would unroll (the subset
-    construction may still fall back to copies: see :func:`maskc.compiler.dfa.determinize_counted`)."""
+    the states of each (the item's minimal DFA, its own loops counted where they nest, and
+    unrolled without ``nested``); None where it would unroll (the subset construction may
+    still fall back to copies: see :func:`maskc.compiler.dfa.determinize_counted`)."""
     if _loop_plan(lo, hi, _widest_gap(item, horizon)) is None or _has_ref(item):
         return None
     from maskc.compiler.product import operand_dfa
 
-    d = operand_dfa(item, max_states=max_states, deadline=deadline)
+    inner = _counted_item(Nfa(max_states=max_states, deadline=deadline, horizon=horizon), item) if nested else None
+    d = inner.dfa if inner is not None else operand_dfa(item, max_states=max_states, deadline=deadline)
     plan = _count_plan(d, lo, hi, horizon)
     return None if plan is None else (sum(1 if kind == "loop" else n for kind, n in plan), d.num_states)
 
@@ -376,9 +532,9 @@ def holds_counted_loop(node: Node, horizon: int, budget: int = 10_000,
     bytes) would make one of its bounded repeats a counted loop: one whose bounds are far
     enough apart, over a prefix-free item (a ``maxLength: 5000`` string), as
     :func:`counted_copies` plans it (an item over ``item_states`` states is taken as not
-    counted). Such a node compiles alone with a loop, but as the item of another count it
-    is copied whole at each position, since a counted loop holds no other (the outer count
-    builds its item's DFA with the repeats unrolled). Repeats inside a :class:`Product`
+    counted). Such a node compiles alone with a loop, and as the item of another count it
+    keeps it, nested (:func:`_counted_item`), where the counts can nest; otherwise it is
+    copied whole at each position with the repeats unrolled. Repeats inside a :class:`Product`
     (always unrolled) are not read; False once ``budget`` distinct nodes are read without
     finding one."""
     seen: set[int] = set()
@@ -391,7 +547,7 @@ def holds_counted_loop(node: Node, horizon: int, budget: int = 10_000,
         if isinstance(n, Repeat):
             try:
                 if counted_copies(n.item, n.min, n.max, horizon, max_states=item_states,
-                                  deadline=None) is not None:
+                                  deadline=None, nested=False) is not None:
                     return True
             except StateLimitExceeded:
                 pass

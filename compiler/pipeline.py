@@ -215,7 +215,8 @@ def grammar_dfa(
         try:
             parts = determinize_counted(nfa, max_states=lim.max_states, deadline=deadline)
             t2 = time.perf_counter()
-            dfa = compress_classes(finish(*parts, [r.span for r in nfa.regions], deadline=deadline))
+            dfa = compress_classes(finish(*parts, [r.span for r in nfa.regions], deadline=deadline,
+                                                 parent=[r.parent for r in nfa.regions]))
             break
         except CounterConflict as e:
             # The loops whose counts are ambiguous are unrolled, the others still count (the

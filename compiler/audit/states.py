@@ -156,6 +156,7 @@ class Prefixes:
         rows = dfa.trans.tolist()
         counters = dfa.counters
         self._heads = (counters.exit >= 0).tolist() if counters is not None else []
+        self._chains = counters.chains() if counters is not None else []
         queue = deque([0])
         while queue:
             s = queue.popleft()
@@ -179,10 +180,12 @@ class Prefixes:
         counters = dfa.counters
         assert counters is not None
         region = counters.region.tolist()
-        q, count = counters.walk(dfa, 0, 0, self.prefix(head))
+        chains = self._chains
+        q, counts = counters.walk_stack(dfa, 0, (), self.prefix(head), chains)
         if q != head:
             return -1, b""
         k = region[head]
+        count = counts[-1]
         out = bytearray()
         # Shortest items up to the last few arrivals, then the shortest way to make the
         # last arrival at ``head`` itself, so that its own exit is taken.
@@ -193,17 +196,23 @@ class Prefixes:
                 step = self._items[q] = self._item(rows, region, q, -1)
             if not step:
                 return -1, b""
-            q, count = counters.walk(dfa, q, count, step)
+            q, counts = counters.walk_stack(dfa, q, counts, step, chains)
             out += step
             if q < 0 or region[q] != k:
                 return -1, b""
+            count = counts[-1]
         tail = self._finish(rows, region, q, head, rest)
         if tail is None:
             return -1, b""
-        q, count = counters.walk(dfa, q, count, tail)
+        q, counts = counters.walk_stack(dfa, q, counts, tail, chains)
         if q < 0 or region[q] == k:
             return -1, b""
         return q, bytes(out + tail)
+
+    def _inside(self, region: list[int], t: int, k: int) -> bool:
+        """Whether state ``t`` is inside loop ``k`` (in it, or in a loop its item holds)."""
+        r = region[t]
+        return r == k or (r >= 0 and k in self._chains[r])
 
     def _finish(self, rows: list[list[int]], region: list[int], start: int, head: int, arrivals: int) -> bytes | None:
         """The shortest bytes from ``start`` inside its loop that make exactly ``arrivals``
@@ -215,10 +224,11 @@ class Prefixes:
             node = queue.popleft()
             s, left = node
             for c, t in enumerate(rows[s]):
-                if t < 0 or region[t] != region[start]:
+                if t < 0 or not self._inside(region, t, region[start]):
                     continue
-                nxt = (t, left - 1) if heads[t] else (t, left)
-                if heads[t] and left == 1:
+                arrival = heads[t] and region[t] == region[start]
+                nxt = (t, left - 1) if arrival else (t, left)
+                if arrival and left == 1:
                     if t != head:
                         continue
                     out = bytearray([self._rep[c]])
@@ -240,15 +250,16 @@ class Prefixes:
         while queue:
             s = queue.popleft()
             for c, t in enumerate(rows[s]):
-                if t < 0 or region[t] != region[head]:
+                if t < 0 or not self._inside(region, t, region[head]):
                     continue
-                if heads[t] and target in (-1, t):
+                arrival = heads[t] and region[t] == region[head]
+                if arrival and target in (-1, t):
                     out = bytearray([self._rep[c]])
                     while s != head:
                         s, b = back[s]
                         out.append(b)
                     return bytes(reversed(out))
-                if not heads[t] and t not in back:
+                if not arrival and t not in back and t != head:
                     back[t] = (s, self._rep[c])
                     queue.append(t)
         return b""

@@ -67,9 +67,10 @@ def test_tool_definition_without_a_schema_fails_with_its_pointer(tmp_path: Path,
     assert out["results"][0]["error"]["pointer"] == "/function/parameters"
 
 
-ARRAY = {"type": "array", "maxItems": 10,
+ARRAY = {"type": "array", "maxItems": 10,  # (items without a count of their own: copied whole)
          "items": {"type": "object", "required": ["a", "b"],
-                   "properties": {"a": {"type": "string", "maxLength": 20}, "b": {"type": "integer"}}}}
+                   "properties": {"a": {"enum": [f"{i:03d}{i * 7919 % 1000:03d}" for i in range(200)]},
+                                  "b": {"type": "integer"}}}}
 
 
 def test_max_states_bounds_the_compile_and_is_recorded(tmp_path: Path, vocab: str) -> None:

@@ -280,8 +280,10 @@ def test_counted_artifacts_round_trip_and_refuse_tampering(toy_vocab: Vocabulary
     for tensors in (bad_exit, bad_span, bad_region):
         with pytest.raises(maskc.ArtifactCorrupt):
             maskc.load_artifact(rewrite(tensors))
+    with pytest.raises(maskc.ArtifactCorrupt):  # version 7 without the loops' parents
+        maskc.load_artifact(rewrite(dict(art.tensors), format_version=fmt.NESTED_FORMAT_VERSION))
     with pytest.raises(maskc.ArtifactVersionMismatch):
-        maskc.load_artifact(rewrite(dict(art.tensors), format_version="7"))
+        maskc.load_artifact(rewrite(dict(art.tensors), format_version="8"))
 
 
 def test_counters_validate_their_tables() -> None:
@@ -449,8 +451,8 @@ def test_an_item_past_the_state_budget_reports_the_budget_set(limit: int, toy_vo
     # the error names the budget a user set (and can raise), not the part of it that was left.
     schema = {"type": "object", "additionalProperties": False, "required": ["a", "b"],
               "properties": {"a": {"type": "string", "maxLength": 30},
-                             "b": {"type": "array", "items": {"type": "string", "pattern": "^[a-f0-9]{200}$"},
-                                   "maxItems": 1000}}}
+                             "b": {"type": "array", "items": {"type": "string", "pattern": "^" + "[a-f][0-9]" * 100 + "$"},
+                                   "maxItems": 1000}}}  # (no repeat of its own: the item is not counted inside)
     opts = maskc.CompileOptions(limits=maskc.Limits(max_states=5000, max_nfa_states=limit))
     with pytest.raises(StateLimitExceeded) as err:
         maskc.compile_json_schema(schema, toy_vocab, options=opts)
@@ -479,3 +481,81 @@ def test_holds_counted_loop_says_what_the_lowering_does(name: str, counted: bool
     built = pipeline.grammar_dfa(node, CompileOptions(), horizon=64)
     assert (built.counters is not None) is counted
     assert holds_counted_loop(node, 64) is counted
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "array", "items": {"type": "string", "maxLength": 30}, "maxItems": 40},
+    {"type": "array", "items": {"type": "string", "minLength": 14, "maxLength": 30}, "minItems": 13, "maxItems": 40},
+    {"type": "array", "items": {"type": "string", "maxLength": 30}, "minItems": 20},
+    # three levels: arrays of arrays of strings, each bound far beyond a token
+    {"type": "array", "items": {"type": "array", "items": {"type": "string", "maxLength": 20}, "maxItems": 20},
+     "maxItems": 20},
+])
+def test_counted_loops_nest_with_the_unrolled_masks(schema: dict[str, object], toy_vocab: Vocabulary,
+                                                    monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # An item with a counted loop of its own is counted with it: the outer loop's copy holds
+    # the inner loop (its parent), and the runtime keeps a count per loop the state is in.
+    counted, unrolled = _pair("json_schema", schema, toy_vocab, monkeypatch)
+    c = counted.dfa.counters
+    assert c is not None and c.nested and c.parent is not None
+    assert counted.metadata["format_version"] == fmt.NESTED_FORMAT_VERSION
+    assert counted.num_states * 10 < unrolled.num_states
+    assert worst_case_length(counted.dfa).max_bytes == worst_case_length(unrolled.dfa).max_bytes
+    back = maskc.load_artifact(counted.save(tmp_path / "a.safetensors"), tokenizer=toy_vocab)
+    assert back.dfa.counters is not None and np.array_equal(back.dfa.counters.parent, c.parent)
+    assert _walk_both(back, unrolled, toy_vocab, walks=30, seed=1, every_token=True) >= 2
+    rng = random.Random(7)
+    inner = [0, 1, 13, 14, 19, 20, 21, 29, 30, 31]
+    for _ in range(1500):
+        n = rng.choice([0, 1, 12, 13, 19, 20, 21, 39, 40, 41])
+        items = ['"' + "ab"[rng.randrange(2)] * rng.choice(inner) + '"' for _ in range(n)]
+        if rng.random() < 0.3:  # the third schema's items are arrays of strings
+            items = ["[" + ",".join(items[:rng.choice([0, 1, 19, 20, 21])]) + "]" for _ in range(n)]
+        data = ("[" + ",".join(items) + "]").encode()
+        if rng.random() < 0.2:
+            data = data[:rng.randrange(len(data) + 1)]
+        assert counted.dfa.accepts(data) == unrolled.dfa.accepts(data), data[:60]
+
+
+def test_nested_counts_are_a_stack(toy_vocab: Vocabulary) -> None:
+    # [ up to 40 strings of up to 30 characters ]: inside a string the matcher counts the
+    # items before it and the characters of the string; leaving the string drops its count.
+    art = maskc.compile_json_schema({"type": "array", "items": {"type": "string", "maxLength": 30},
+                                     "maxItems": 40}, toy_vocab, cache=False)
+    m = art.matcher()
+    assert m.accept_string("[" + '"a",' * 25 + '"' + "b" * 20)
+    depths = [len(m.counts), m.count]
+    assert m.accept_string('",')
+    assert len(m.counts) < depths[0]
+    assert not m.accept_string('"' + "b" * 31) and m.accept_string('"' + "b" * 30 + '"')
+    assert m.accept_string(',"a"' * 13) and not m.accept_string(',"a"') and m.accept_string("]")
+    assert m.can_terminate()
+
+
+def test_nested_counters_validate_their_parents(toy_vocab: Vocabulary, tmp_path: Path) -> None:
+    i32 = np.int32
+    region, exit_, span = np.array([-1, 0, 1], i32), np.array([-1, 2, 1], i32), np.array([5, 6], i32)
+    assert Counters(region, exit_, span, np.array([-1, 0], i32)).chains() == [(0,), (0, 1)]
+    for parent in ([0, -1], [-1, 1], [-1, 2], [-2, 0], [-1]):  # a parent after its loop, itself, out of range
+        with pytest.raises(ValueError):
+            Counters(region, exit_, span, np.array(parent, i32))
+    art = maskc.compile_json_schema({"type": "array", "items": {"type": "string", "maxLength": 30},
+                                     "maxItems": 40}, toy_vocab, cache=False)
+    assert art.metadata["format_version"] == fmt.NESTED_FORMAT_VERSION
+
+    def rewrite(tensors: dict[str, np.ndarray], **meta: str) -> Path:
+        md = {**art.metadata, **meta}
+        md["content_sha256"] = fmt.content_hash(tensors, md)
+        path = tmp_path / f"t{len(list(tmp_path.iterdir()))}.safetensors"
+        path.write_bytes(save_bytes(tensors, md))
+        return path
+
+    no_parent = {k: v for k, v in art.tensors.items() if k != fmt.NEST_TENSOR}
+    with pytest.raises(maskc.ArtifactCorrupt):  # version 7 without its parents
+        maskc.load_artifact(rewrite(no_parent))
+    with pytest.raises(maskc.ArtifactCorrupt):  # parents in a version-6 file
+        maskc.load_artifact(rewrite(dict(art.tensors), format_version=fmt.COUNTED_FORMAT_VERSION))
+    parent = art.tensors[fmt.NEST_TENSOR]
+    for bad in (np.full_like(parent, parent.shape[0]), np.arange(parent.shape[0], dtype=i32), parent[:-1]):
+        with pytest.raises(maskc.ArtifactCorrupt):
+            maskc.load_artifact(rewrite(dict(art.tensors, **{fmt.NEST_TENSOR: bad})))

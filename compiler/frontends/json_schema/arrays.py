@@ -258,12 +258,14 @@ class ArraysMixin(Base):
             cap = max_states // 4 // counted + 1
             size = _dfa_size(map_refs(tail, _call_edge) if self.with_rules else tail, cap,
                              self.deadline)
+            planned = False  # (counted loops size the item, with its own loops nested where it has some)
             if size * counted > max_states // 4 and not self.with_rules:
                 # Counted loops (maskc.compiler.counters) build copies only near the bounds.
                 plan = _counted_copies(seq(layout.sep, tail), lo, hi, len(nodes), max_states, self.deadline)
                 if plan is not None and plan[0] < counted:
                     counted, size = plan
                     cap = size  # the item's exact size
+                    planned = True
             if size * counted > max_states // 4 and self._may_call():
                 # Still too many copies: the item becomes a rule, each position one call edge.
                 tail = self.call_rule(tail, tail_pointer or _ptr(pointer, "items"), depth)
@@ -283,7 +285,7 @@ class ArraysMixin(Base):
                         f"{kw} {hi if hi is not None else lo} counts items of {each} states each; the "
                         f"repeat (at most a quarter of max_states {max_states})", limit=max_states // 4,
                         got=size * counted, pointer=_ptr(pointer, kw),
-                        hint=_budget_hint(size, cap, counted, max_states, nested=not self.with_rules
+                        hint=_budget_hint(size, cap, counted, max_states, nested=not self.with_rules and not planned
                                           and _holds_counted_loop(tail))
                         + f", lower {kw}, or compile with --lenient to drop the bound (recorded as not enforced)",
                     )
@@ -421,17 +423,18 @@ def _holds_counted_loop(item: Node) -> bool:
 def _budget_hint(size: int, cap: int, counted: int, max_states: int, *,
                  nested: bool = False) -> str:
     """What budget would count ``counted`` items of ``size`` states (``size > cap``: over
-    ``cap``). ``nested``: the item holds a counted loop of its own, so ``size`` is its states
-    with that loop unrolled, not what the item takes alone: lowering that repeat's bound comes
-    first, and a budget is offered only where the unrolled item fits ``max_states``."""
+    ``cap``). ``nested``: the item holds a counted loop of its own that could not nest in
+    this count (its count ambiguous, or the item beginning inside it), so ``size`` is its
+    states with that loop unrolled, not what the item takes alone: lowering that repeat's
+    bound comes first, and a budget is offered only where the unrolled item fits ``max_states``."""
     over = size > cap >= max_states  # the item, as copied, is over the whole budget
     need = None if over else (f"{4 * size * counted} or more" if size <= cap
                               else f"over {4 * cap * counted} (the item is over {cap} states)")
     if nested:
         states = f"over {cap}" if size > cap else f"~{size}"
         return ("the item holds a bounded repeat of its own (a maxLength, maxItems or {m,n} with "
-                "bounds far apart): alone it compiles as a counted loop, but a counted loop holds "
-                "no other, so this count copies the item whole with that repeat unrolled "
+                "bounds far apart): alone it compiles as a counted loop, but its count could not "
+                "nest in this one, so this count copies the item whole with that repeat unrolled "
                 f"({states} states): lower the item's own bound"
                 + (f", raise --max-states to {need}" if need is not None else ""))
     if need is None:
