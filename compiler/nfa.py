@@ -10,7 +10,8 @@ would explode (large bounded repetitions of large items) into a clear error.
 from __future__ import annotations
 
 from array import array
-from collections import deque
+import threading
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -291,12 +292,22 @@ def _counted_item(nfa: Nfa, node: Node) -> CountedItem | None:
         return got[1]
     out: CountedItem | None = None
     assert nfa.horizon is not None
+    budget = max(1, nfa.max_states - nfa.size)
+    key = (node, nfa.horizon, nfa.uncounted, _ITEM_REACH.get(), _cap_key())
+    with _COUNTED_LOCK:
+        known = _COUNTED.get(key)
+        if known is not None:
+            _COUNTED.move_to_end(key)
+    if known is not None and (not isinstance(known[0], int) or budget <= known[0]):
+        out = None if isinstance(known[0], int) else known[0]
+        nfa.counted_items[id(node)] = (node, out)
+        return out
+    over: int | None = None
     if holds_counted_loop(node, nfa.horizon):
         from maskc.compiler.counters import finish
         from maskc.compiler.dfa import CounterConflict, determinize_counted
         from maskc.compiler.product import _CAP
 
-        budget = max(1, nfa.max_states - nfa.size)
         cap = _CAP.get()
         try:
             sub = lower(node, max_states=budget, deadline=nfa.deadline, direct=True, horizon=nfa.horizon,
@@ -310,10 +321,33 @@ def _counted_item(nfa: Nfa, node: Node) -> CountedItem | None:
                 if c is not None and int(c.region[0]) < 0 and not bool(
                         d.accepting[c.exit[c.exit >= 0]].any()):
                     out = CountedItem(d, tuple(sub.regions))
-        except (CounterConflict, StateLimitExceeded):
+        except CounterConflict:
             out = None  # (the item unrolled: _item_dfa says whether it fits)
+        except StateLimitExceeded:
+            over = budget  # (known over this budget, and so over any smaller one)
+    with _COUNTED_LOCK:
+        _COUNTED[key] = (over if over is not None else out,)
+        while len(_COUNTED) > _COUNTED_SIZE or (
+                len(_COUNTED) > 1 and sum(x[0].dfa.num_states for x in _COUNTED.values()
+                                          if isinstance(x[0], CountedItem)) > _COUNTED_STATES):
+            _COUNTED.popitem(last=False)
     nfa.counted_items[id(node)] = (node, out)
     return out
+
+
+# Counted items by value, across lowerings (a front end sizes the same item for every count
+# over it, and a compile lowers again after a conflict): (item, horizon, uncounted, item
+# reach, operand cap) -> (the CountedItem or None,) or (the budget it went over,).
+_COUNTED: OrderedDict[tuple[object, ...], tuple[CountedItem | int | None]] = OrderedDict()
+_COUNTED_SIZE = 256
+_COUNTED_STATES = 200_000  # (the states they hold in all: a few tens of MB of tables)
+_COUNTED_LOCK = threading.Lock()
+
+
+def _cap_key() -> int | None:
+    from maskc.compiler.product import _CAP
+
+    return _CAP.get()
 
 
 def _lay_counted(nfa: Nfa, item: CountedItem, start: int, end: int, outer: int, loop: bool) -> int:

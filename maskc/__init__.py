@@ -18,7 +18,7 @@ from typing import Any
 from maskc.artifacts.api import compile_choice, compile_gbnf, compile_json_schema, compile_regex, compile_source
 from maskc.artifacts.artifact import COMPILER_VERSION, Artifact, load_artifact
 from maskc.artifacts.bitmask import allocate_bitmask_np, unpack_bitmask
-from maskc.artifacts.matcher import CountingMatcher, Matcher, fill_next_token_bitmasks
+from maskc.artifacts.matcher import CountingMatcher, Matcher, NestedCountingMatcher, fill_next_token_bitmasks
 from maskc.artifacts.pushdown import PushdownMatcher
 from maskc.compiler.errors import (
     ArtifactCorrupt,
@@ -56,6 +56,7 @@ __all__ = [
     "Artifact",
     "Matcher",
     "CountingMatcher",
+    "NestedCountingMatcher",
     "PushdownMatcher",
     "CompileOptions",
     "Limits",
