@@ -578,6 +578,8 @@ class Artifact:
             "max_depth": self.max_depth if self.pda is not None else None,
             "byte_classes": self.dfa.num_classes,
             "counted_loops": self.dfa.counters.num_loops if self.dfa.counters is not None else 0,
+            "nested_loops": (int((self.dfa.counters.parent >= 0).sum())
+                             if self.dfa.counters is not None and self.dfa.counters.parent is not None else 0),
             "context_answers": self.contexts.num_answers if self.contexts is not None else 0,
             "distinct_masks": self.num_masks,
             "masks_by_kind": {"allow_list": kinds[0], "reject_list": kinds[1], "dense": kinds[2], "delta": kinds[3]},

@@ -131,7 +131,8 @@ def artifact_summary(out: Output, path: Path, s: dict[str, Any], verified: str |
         ("vocab size", f"{s['vocab_size']:,} (logits width)"),
         ("eos ids", ", ".join(map(str, s["eos_token_ids"])) or "–"),
         ("states", f"{s['states']:,} ({s['byte_classes']} byte classes"
-                   + (f", {s['counted_loops']} counted loops)" if s.get("counted_loops") else ")")),
+                   + (f", {s['counted_loops']} counted loops" if s.get("counted_loops") else "")
+                   + (f", {s['nested_loops']} of them inside another)" if s.get("nested_loops") else ")")),
         ("distinct masks", masks),
         *([("stack contexts", f"{s['context_answers']:,} answers stored (first visits that need no walk)")]
           if s.get("context_answers") else []),

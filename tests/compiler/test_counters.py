@@ -499,6 +499,7 @@ def test_counted_loops_nest_with_the_unrolled_masks(schema: dict[str, object], t
     c = counted.dfa.counters
     assert c is not None and c.nested and c.parent is not None
     assert counted.metadata["format_version"] == fmt.NESTED_FORMAT_VERSION
+    assert counted.summary()["nested_loops"] == int((c.parent >= 0).sum()) > 0
     assert counted.num_states * 10 < unrolled.num_states
     assert worst_case_length(counted.dfa).max_bytes == worst_case_length(unrolled.dfa).max_bytes
     back = maskc.load_artifact(counted.save(tmp_path / "a.safetensors"), tokenizer=toy_vocab)
