@@ -10,7 +10,6 @@ would explode (large bounded repetitions of large items) into a clear error.
 from __future__ import annotations
 
 from array import array
-import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+import threading
 import time
 
 from maskc.compiler.errors import StateLimitExceeded, TimeLimitExceeded
@@ -371,7 +371,6 @@ def _lay_counted(nfa: Nfa, item: CountedItem, start: int, end: int, outer: int, 
                            for lo, hi in runs[k])
                 if ex[s] >= 0:
                     out.append((COUNT_EXIT, COUNT_EXIT, ids[ex[s]]))
-        base = -1
         at = ids.__getitem__
     else:
         rows = nfa.counted_rows.get(id(d))
@@ -381,8 +380,7 @@ def _lay_counted(nfa: Nfa, item: CountedItem, start: int, end: int, outer: int, 
                 tuple((lo, hi, t) for k, t in enumerate(row) if t >= 0 for lo, hi in runs[k])
                 + (((COUNT_EXIT, COUNT_EXIT, ex[s]),) if ex[s] >= 0 else ())
                 for s, row in enumerate(d.trans.tolist())))
-        base = nfa.add_block(rows[1])
-        at = base.__add__
+        at = nfa.add_block(rows[1]).__add__
     head = at(0)
     nfa.eps[start].append(head)
     region = c.region.tolist()
