@@ -560,3 +560,11 @@ def test_nested_counters_validate_their_parents(toy_vocab: Vocabulary, tmp_path:
     for bad in (np.full_like(parent, parent.shape[0]), np.arange(parent.shape[0], dtype=i32), parent[:-1]):
         with pytest.raises(maskc.ArtifactCorrupt):
             maskc.load_artifact(rewrite(dict(art.tensors, **{fmt.NEST_TENSOR: bad})))
+
+
+@pytest.mark.parametrize("pattern", ["(b[ab]{0,40}-){0,30}", "(-(a{3,30}|1{20,50}):){5,40}", "2(\\[(ab|1){0,25}\\]){10,}"])
+def test_a_regex_nests_its_counts(pattern: str, toy_vocab: Vocabulary, monkeypatch: pytest.MonkeyPatch) -> None:
+    counted, unrolled = _pair("regex", pattern, toy_vocab, monkeypatch)
+    assert counted.dfa.counters is not None and counted.dfa.counters.nested
+    assert counted.num_states * 10 < unrolled.num_states
+    assert _walk_both(counted, unrolled, toy_vocab, walks=25, seed=2, every_token=True) >= 4
