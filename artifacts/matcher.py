@@ -459,6 +459,8 @@ class CountingMatcher(Matcher):
         self._room: list[int] = artifact._counted_room
         self._counted_cache: dict[tuple[int, int], tuple[int, int, bool]] = artifact._counted_step_cache
 
+    _zero: Any = 0  # the count outside every loop
+
     @property
     def count(self) -> int:
         """Arrivals at the head of the current state's loop since it was entered (0 outside loops)."""
@@ -466,7 +468,7 @@ class CountingMatcher(Matcher):
 
     def reset(self) -> None:
         self._stack = [0]
-        self._counts = [0]
+        self._counts = [self._zero]
 
     def rollback(self, num_tokens: int = 1) -> None:
         n = check_rollback(num_tokens, self.num_accepted)
@@ -474,8 +476,17 @@ class CountingMatcher(Matcher):
             del self._stack[-n:]
             del self._counts[-n:]
 
-    def _walk(self, state: int, count: int, data: bytes) -> tuple[int, int]:
+    def _walk(self, state: int, count: Any, data: bytes) -> tuple[int, Any]:
         return self._counters.walk(self.artifact.dfa, state, count, data)
+
+    def _special_step(self, state: int, token_id: int) -> int | None:
+        """Where EOS or a token that spells nothing leads from ``state`` (-1: rejected);
+        None for a token with bytes, which is walked."""
+        if token_id in self._eos:
+            return _TERMINATED if self.artifact.dfa.accepting[state] else -1
+        if token_id >= len(self._tokens) or token_id in self._special or not self._tokens[token_id]:
+            return -1
+        return None
 
     def accept_token(self, token_id: int) -> bool:
         t = token_id if type(token_id) is int and 0 <= token_id < self._vocab_size else (
@@ -486,10 +497,9 @@ class CountingMatcher(Matcher):
         c = self._counts[-1]
         got = self._counted_cache.get((s, t))
         if got is None:
-            if t in self._eos:
-                got = (_TERMINATED if self.artifact.dfa.accepting[s] else -1, 0, False)
-            elif t >= len(self._tokens) or t in self._special or not self._tokens[t]:
-                got = (-1, 0, False)
+            special = self._special_step(s, t)
+            if special is not None:
+                got = (special, 0, False)
             else:
                 # From count 0 no exit is reached (a loop spans more than a token), so this
                 # is the walk from any count the token cannot carry to the exit, where the
@@ -541,18 +551,18 @@ class CountingMatcher(Matcher):
         return True
 
 
-class NestedCountingMatcher(Matcher):
+class NestedCountingMatcher(CountingMatcher):
     """A :class:`Matcher` for an artifact whose counted loops nest (a counted array of items
     that hold counted strings): beside each state, a stack of counts, one per loop the
     state is inside (:meth:`~maskc.compiler.counters.Counters.walk_stack`). Masks do not
     depend on the counts, as in :class:`CountingMatcher`."""
 
+    _zero: Any = ()
+
     def __init__(self, artifact: Artifact) -> None:
         super().__init__(artifact)
-        counters = artifact.dfa.counters
-        assert counters is not None
-        self._counters = counters
-        self._counts: list[tuple[int, ...]] = [()]
+        counters = self._counters
+        self._counts: list[tuple[int, ...]] = [()]  # type: ignore[assignment]
         if artifact._nested_spans is None:  # per state, the spans of its loops, outermost first
             chains = counters.chains()
             span = counters.span.tolist()
@@ -574,43 +584,20 @@ class NestedCountingMatcher(Matcher):
         """The count of each loop the current state is inside, outermost first."""
         return self._counts[-1]
 
-    def reset(self) -> None:
-        self._stack = [0]
-        self._counts = [()]
-
-    def rollback(self, num_tokens: int = 1) -> None:
-        n = check_rollback(num_tokens, self.num_accepted)
-        if n:
-            del self._stack[-n:]
-            del self._counts[-n:]
-
     def accept_token(self, token_id: int) -> bool:
         t = token_id if type(token_id) is int and 0 <= token_id < self._vocab_size else (
             check_token_id(token_id, self._vocab_size))
         s = self._stack[-1]
-        if s == _TERMINATED:
+        got = self._from_zero(s, t) if s != _TERMINATED else None
+        if got is None or got[0] == -1:
             return False
-        c = self._counts[-1]
-        got = self._nested_cache.get((s, t))
-        if got is None:
-            if t in self._eos:
-                got = (_TERMINATED if self.artifact.dfa.accepting[s] else -1, (), 0)
-            elif t >= len(self._tokens) or t in self._special or not self._tokens[t]:
-                got = (-1, (), 0)
-            else:
-                # From counts of 0 no exit is reached (a loop spans more than a token): the
-                # counts the token leaves, and how many of the loops it starts in it never left.
-                got = self._counters.walk_kept(self.artifact.dfa, s, (0,) * len(self._spans[s]), self._tokens[t],
-                                               self._chains)
-            self._nested_cache[(s, t)] = got
         nxt, n, kept = got
-        if nxt == -1:
-            return False
+        c = self._counts[-1]
         if nxt >= 0 and c:
             size = len(self._tokens[t])
             if any(x + size >= sp for x, sp in zip(c, self._spans[s])):
                 # The token may reach the exit of one of this state's loops: the exact walk.
-                nxt, n = self._counters.walk_stack(self.artifact.dfa, s, c, self._tokens[t], self._chains)
+                nxt, n = self._walk(s, c, self._tokens[t])
                 if nxt < 0:
                     return False
             elif kept:
@@ -619,14 +606,20 @@ class NestedCountingMatcher(Matcher):
         self._counts.append(n)
         return True
 
-    def accept_string(self, text: str | bytes) -> bool:
-        data = string_bytes(text)
-        s = self._stack[-1]
-        if s == _TERMINATED:
-            return False
-        nxt, n = self._counters.walk_stack(self.artifact.dfa, s, self._counts[-1], data, self._chains)
-        if nxt < 0:
-            return False
-        self._stack[-1] = nxt
-        self._counts[-1] = n
-        return True
+    def _from_zero(self, state: int, token_id: int) -> tuple[int, tuple[int, ...], int]:
+        """The walk of ``token_id`` from ``state`` with every count 0 (memoized per artifact):
+        no exit is reached from there (a loop spans more than a token), so it gives the
+        counts the token leaves, and how many of the loops it starts in it never left."""
+        got = self._nested_cache.get((state, token_id))
+        if got is None:
+            special = self._special_step(state, token_id)
+            if special is not None:
+                got = (special, (), 0)
+            else:
+                got = self._counters.walk_kept(self.artifact.dfa, state, (0,) * len(self._spans[state]),
+                                               self._tokens[token_id], self._chains)
+            self._nested_cache[(state, token_id)] = got
+        return got
+
+    def _walk(self, state: int, count: Any, data: bytes) -> tuple[int, Any]:
+        return self._counters.walk_stack(self.artifact.dfa, state, count, data, self._chains)

@@ -146,10 +146,7 @@ class Counters:
             arrive = False
             if k != r:
                 ck = chains[k] if k >= 0 else ()
-                cr = chains[r] if r >= 0 else ()
-                d = 0
-                while d < len(ck) and d < len(cr) and ck[d] == cr[d]:
-                    d += 1
+                d = _shared(ck, chains[r] if r >= 0 else ())
                 del cnt[d:]
                 kept = min(kept, d)
                 if k >= 0 and d == len(ck):
@@ -165,9 +162,7 @@ class Counters:
                     cr = chains[k][:-1]
                     k = region(nxt)
                     ck = chains[k] if k >= 0 else ()
-                    d = 0
-                    while d < len(ck) and d < len(cr) and ck[d] == cr[d]:
-                        d += 1
+                    d = _shared(ck, cr)
                     del cnt[d:]
                     kept = min(kept, d)
                     cnt.extend([0] * (len(ck) - d))
@@ -180,6 +175,14 @@ class Counters:
         ex = np.where(ex >= 0, new_id[np.where(ex >= 0, ex, 0)], DEAD).astype(np.int32)
         return Counters(self.region[old].astype(np.int32), ex, self.span.copy(),
                         None if self.parent is None else self.parent.copy())
+
+
+def _shared(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    """How many loops two chains (outermost first) share."""
+    d = 0
+    while d < len(a) and d < len(b) and a[d] == b[d]:
+        d += 1
+    return d
 
 
 def with_exits(dfa: Dfa) -> NDArray[np.int32]:

@@ -429,18 +429,8 @@ def _build_counted(nfa: Nfa, node: Repeat, start: int, end: int) -> bool:
     acc = d.accepting.tolist()
     runs = _class_runs(d.byte_class.tolist(), d.num_classes)
     item = _as_automaton(d)
-    lo = node.min
-    cur, pos = start, 0
-    for kind, n in plan:
-        if kind == "copies":
-            for _ in range(n):
-                if pos >= lo:
-                    nfa.eps[cur].append(end)
-                nxt = nfa.new()
-                _build(nfa, item, cur, nxt)
-                cur, pos = nxt, pos + 1
-            continue
-        k = len(nfa.regions)
+
+    def loop_item(cur: int, k: int) -> int:
         ids = {s: nfa.new() for s in range(len(rows)) if not acc[s]}
         head = ids[0]
         for s, here in ids.items():
@@ -450,16 +440,10 @@ def _build_counted(nfa: Nfa, node: Repeat, start: int, end: int) -> bool:
                     tgt = head if acc[t] else ids[t]
                     nfa.own(here).extend((b, e, tgt) for b, e in runs[c])
         nfa.eps[cur].append(head)
-        if pos >= lo:
-            nfa.eps[head].append(end)
-        after = nfa.new()
-        nfa.own(head).append((COUNT_EXIT, COUNT_EXIT, after))
-        nfa.regions.append(Region((head,), (after,), end, n, node))
-        cur, pos = after, pos + n
-    if node.max is None:
-        _build_star(nfa, item, cur, end)
-    else:
-        nfa.eps[cur].append(end)
+        return head
+
+    _lay_plan(nfa, node, plan, start, end, lambda cur, nxt: _build(nfa, item, cur, nxt), loop_item,
+              lambda cur: _build_star(nfa, item, cur, end))
     return True
 
 
@@ -470,6 +454,32 @@ def _build_counted_nested(nfa: Nfa, node: Repeat, item: CountedItem, start: int,
     plan = _count_plan(item.dfa, node.min, node.max, nfa.horizon)
     if plan is None:
         return False
+
+    def loop_item(cur: int, k: int) -> int:
+        head = _lay_counted(nfa, item, cur, end, k, True)
+        nfa.tag[head] = k
+        return head
+
+    def star(cur: int) -> None:  # (an endless loop: its copy's own loops still count)
+        loop = nfa.new()
+        nfa.eps[cur].append(loop)
+        body_end = nfa.new()
+        _lay_counted(nfa, item, loop, body_end, -1, False)
+        nfa.eps[body_end].append(loop)
+        nfa.eps[loop].append(end)
+
+    _lay_plan(nfa, node, plan, start, end, lambda cur, nxt: _lay_counted(nfa, item, cur, nxt, -1, False),
+              loop_item, star)
+    return True
+
+
+def _lay_plan(nfa: Nfa, node: Repeat, plan: list[tuple[str, int]], start: int, end: int,
+              copy: Callable[[int, int], object], loop_item: Callable[[int, int], int],
+              star: Callable[[int], None]) -> None:
+    """The positions of ``node`` as ``plan`` lays them out, from ``start`` to ``end``:
+    ``copy(cur, nxt)`` one item between two states, ``loop_item(cur, k)`` the item of
+    counted loop ``k`` entered from ``cur`` (its head returned, every state of it tagged
+    ``k``), ``star(cur)`` the endless rest of a repetition without a maximum."""
     lo = node.min
     cur, pos = start, 0
     for kind, n in plan:
@@ -478,29 +488,22 @@ def _build_counted_nested(nfa: Nfa, node: Repeat, item: CountedItem, start: int,
                 if pos >= lo:
                     nfa.eps[cur].append(end)
                 nxt = nfa.new()
-                _lay_counted(nfa, item, cur, nxt, -1, False)
+                copy(cur, nxt)
                 cur, pos = nxt, pos + 1
             continue
         k = len(nfa.regions)
-        nfa.regions.append(Region((), (), end, n, node))  # (its heads are known once laid out)
-        head = _lay_counted(nfa, item, cur, end, k, True)
-        nfa.tag[head] = k
+        nfa.regions.append(Region((), (), end, n, node))  # (its head is known once laid out)
+        head = loop_item(cur, k)
         if pos >= lo:
             nfa.eps[head].append(end)
         after = nfa.new()
         nfa.own(head).append((COUNT_EXIT, COUNT_EXIT, after))
         nfa.regions[k] = Region((head,), (after,), end, n, node)
         cur, pos = after, pos + n
-    if node.max is None:  # (an endless loop: its copy's own loops still count)
-        loop = nfa.new()
-        nfa.eps[cur].append(loop)
-        body_end = nfa.new()
-        _lay_counted(nfa, item, loop, body_end, -1, False)
-        nfa.eps[body_end].append(loop)
-        nfa.eps[loop].append(end)
+    if node.max is None:
+        star(cur)
     else:
         nfa.eps[cur].append(end)
-    return True
 
 
 def _count_plan(d: Dfa, lo: int, hi: int | None, horizon: int, room: int = 0) -> list[tuple[str, int]] | None:

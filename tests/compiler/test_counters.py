@@ -78,6 +78,15 @@ def _walk_both(a: Artifact, b: Artifact, vocab: Vocabulary, *, walks: int, seed:
     return highest
 
 
+def _rewritten(art: Artifact, tensors: dict[str, np.ndarray], folder: Path, **meta: str) -> Path:
+    """A file of ``art`` with ``tensors`` and ``meta`` in place of its own, hashed anew."""
+    md = {**art.metadata, **meta}
+    md["content_sha256"] = fmt.content_hash(tensors, md)
+    path = folder / f"t{len(list(folder.iterdir()))}.safetensors"
+    path.write_bytes(save_bytes(tensors, md))
+    return path
+
+
 def test_loop_plan_keeps_loops_a_token_away_from_the_bounds() -> None:
     # gap 6: loops only where a bound is at least two gaps away
     assert _loop_plan(0, 20, 6) == [("loop", 14), ("copies", 6)]
@@ -263,11 +272,7 @@ def test_counted_artifacts_round_trip_and_refuse_tampering(toy_vocab: Vocabulary
     assert m.accept_string('"' + "a" * 30) and not m.accept_string("a")
 
     def rewrite(tensors: dict[str, np.ndarray], **meta: str) -> Path:
-        md = {**art.metadata, **meta}
-        md["content_sha256"] = fmt.content_hash(tensors, md)
-        path = tmp_path / f"t{len(list(tmp_path.iterdir()))}.safetensors"
-        path.write_bytes(save_bytes(tensors, md))
-        return path
+        return _rewritten(art, tensors, tmp_path, **meta)
 
     no_counts = {k: v for k, v in art.tensors.items() if not k.startswith("count.")}
     with pytest.raises(maskc.ArtifactCorrupt):  # version 4 without its loops
@@ -545,11 +550,7 @@ def test_nested_counters_validate_their_parents(toy_vocab: Vocabulary, tmp_path:
     assert art.metadata["format_version"] == fmt.NESTED_FORMAT_VERSION
 
     def rewrite(tensors: dict[str, np.ndarray], **meta: str) -> Path:
-        md = {**art.metadata, **meta}
-        md["content_sha256"] = fmt.content_hash(tensors, md)
-        path = tmp_path / f"t{len(list(tmp_path.iterdir()))}.safetensors"
-        path.write_bytes(save_bytes(tensors, md))
-        return path
+        return _rewritten(art, tensors, tmp_path, **meta)
 
     no_parent = {k: v for k, v in art.tensors.items() if k != fmt.NEST_TENSOR}
     with pytest.raises(maskc.ArtifactCorrupt):  # version 7 without its parents
