@@ -569,3 +569,54 @@ def test_a_regex_nests_its_counts(pattern: str, toy_vocab: Vocabulary, monkeypat
     assert counted.dfa.counters is not None and counted.dfa.counters.nested
     assert counted.num_states * 10 < unrolled.num_states
     assert _walk_both(counted, unrolled, toy_vocab, walks=25, seed=2, every_token=True) >= 4
+
+
+def _random_array(rng: random.Random, depth: int = 0) -> dict[str, object]:
+    """An array schema whose items may hold counts of their own (strings, objects, arrays),
+    beside items that do not (integers, enums, patterns)."""
+
+    def string() -> dict[str, object]:
+        lo = rng.choice([0, 0, 1, 5, 14, 20])
+        out: dict[str, object] = {"type": "string", "minLength": lo}
+        if rng.random() < 0.5:
+            out["maxLength"] = lo + rng.randrange(0, 40)
+        return out
+
+    def item(d: int) -> dict[str, object]:
+        r = rng.random()
+        if r < 0.1:
+            return {"type": "integer"}
+        if r < 0.15:
+            return {"enum": ["ab", "b", 12]}
+        if r < 0.2:
+            return {"type": "string", "pattern": "^[ab]+$", "maxLength": rng.choice([5, 30, 45])}
+        if d > 1 or r < 0.45:
+            return string()
+        if r < 0.7:
+            props = {k: item(d + 1) for k in rng.sample("ab1", rng.randrange(1, 4))}
+            return {"type": "object", "properties": props, "additionalProperties": False,
+                    "required": list(props)[:rng.randrange(0, len(props) + 1)]}
+        return _random_array(rng, d + 1)
+
+    lo = rng.choice([0, 0, 1, 10, 13])
+    out: dict[str, object] = {"type": "array", "items": item(depth), "minItems": lo}
+    if rng.random() < 0.5:
+        out["maxItems"] = lo + rng.randrange(5, 40)
+    return out
+
+
+def test_random_nested_counts_match_the_unrolled_grammar(toy_vocab: Vocabulary,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # Generated arrays whose counts nest, each compared token by token with its unrolled
+    # grammar (every token at every step of a few walks), and their worst-case lengths.
+    rng = random.Random(11)
+    nested = 0
+    while nested < 10:
+        schema = _random_array(rng)
+        counted, unrolled = _pair("json_schema", schema, toy_vocab, monkeypatch)
+        c = counted.dfa.counters
+        if c is None or not c.nested:
+            continue
+        nested += 1
+        assert worst_case_length(counted.dfa).max_bytes == worst_case_length(unrolled.dfa).max_bytes, schema
+        _walk_both(counted, unrolled, toy_vocab, walks=4, seed=nested, every_token=True, steps=200)
