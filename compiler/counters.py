@@ -87,11 +87,6 @@ class Counters:
             out.append((*out[p], k) if p >= 0 else (k,))
         return out
 
-    def depth(self, state: int) -> int:
-        """How many loops ``state`` is inside (the length of its stack of counts)."""
-        r = int(self.region[state])
-        return 0 if r < 0 else len(self.chains()[r])
-
     def walk(self, dfa: Dfa, state: int, count: int, data: bytes) -> tuple[int, int]:
         """The exact walk of ``data`` from ``(state, count)``: ``(state, count)`` after it,
         ``(-1, 0)`` when a byte is rejected. ``count`` is the arrivals at the head of

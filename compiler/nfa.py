@@ -130,7 +130,6 @@ class Nfa:
     regions: list[Region] = field(default_factory=list)
     uncounted: frozenset[int] = frozenset()  # ids of nodes lowered with copies only
     tag: dict[int, int] = field(default_factory=dict)  # NFA state -> its counted loop (region index)
-    counted_items: dict[int, tuple[Node, CountedItem | None]] = field(default_factory=dict)  # by id(item)
     counted_rows: dict[int, tuple[Dfa, Rows]] = field(default_factory=dict)  # by id(its DFA)
 
     def new(self) -> int:
@@ -287,28 +286,24 @@ def _counted_item(nfa: Nfa, node: Node) -> CountedItem | None:
     (:func:`holds_counted_loop`) and the counts are sound to nest: the item begins outside
     its loops and no loop's exit completes it. None otherwise (the item is then copied from
     its DFA with every repetition unrolled, :func:`_item_dfa`)."""
-    got = nfa.counted_items.get(id(node))
-    if got is not None and got[0] is node:
-        return got[1]
-    out: CountedItem | None = None
     assert nfa.horizon is not None
+    from maskc.compiler.product import _CAP
+
     budget = max(1, nfa.max_states - nfa.size)
-    key = (node, nfa.horizon, nfa.uncounted, _ITEM_REACH.get(), _cap_key())
+    cap = _CAP.get()
+    key = (node, nfa.horizon, nfa.uncounted, _ITEM_REACH.get(), cap)
     with _COUNTED_LOCK:
         known = _COUNTED.get(key)
         if known is not None:
             _COUNTED.move_to_end(key)
-    if known is not None and (not isinstance(known[0], int) or budget <= known[0]):
-        out = None if isinstance(known[0], int) else known[0]
-        nfa.counted_items[id(node)] = (node, out)
-        return out
+    if known is not None and (not isinstance(known, int) or budget <= known):
+        return None if isinstance(known, int) else known.item
+    out: CountedItem | None = None
     over: int | None = None
     if holds_counted_loop(node, nfa.horizon):
         from maskc.compiler.counters import finish
         from maskc.compiler.dfa import CounterConflict, determinize_counted
-        from maskc.compiler.product import _CAP
 
-        cap = _CAP.get()
         try:
             sub = lower(node, max_states=budget, deadline=nfa.deadline, direct=True, horizon=nfa.horizon,
                         uncounted=nfa.uncounted)
@@ -325,29 +320,34 @@ def _counted_item(nfa: Nfa, node: Node) -> CountedItem | None:
             out = None  # (the item unrolled: _item_dfa says whether it fits)
         except StateLimitExceeded:
             over = budget  # (known over this budget, and so over any smaller one)
+    global _COUNTED_HELD
     with _COUNTED_LOCK:
-        _COUNTED[key] = (over if over is not None else out,)
-        while len(_COUNTED) > _COUNTED_SIZE or (
-                len(_COUNTED) > 1 and sum(x[0].dfa.num_states for x in _COUNTED.values()
-                                          if isinstance(x[0], CountedItem)) > _COUNTED_STATES):
-            _COUNTED.popitem(last=False)
-    nfa.counted_items[id(node)] = (node, out)
+        _COUNTED_HELD -= _held(_COUNTED.pop(key, None))
+        _COUNTED[key] = over if over is not None else _Known(out)
+        _COUNTED_HELD += _held(_COUNTED[key])
+        while len(_COUNTED) > 1 and (len(_COUNTED) > _COUNTED_SIZE or _COUNTED_HELD > _COUNTED_STATES):
+            _COUNTED_HELD -= _held(_COUNTED.popitem(last=False)[1])
     return out
+
+
+def _held(entry: _Known | int | None) -> int:
+    """The DFA states a cache entry holds."""
+    return entry.item.dfa.num_states if isinstance(entry, _Known) and entry.item is not None else 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Known:
+    item: CountedItem | None  # (None: the item does not count inside, or its counts conflict)
 
 
 # Counted items by value, across lowerings (a front end sizes the same item for every count
 # over it, and a compile lowers again after a conflict): (item, horizon, uncounted, item
-# reach, operand cap) -> (the CountedItem or None,) or (the budget it went over,).
-_COUNTED: OrderedDict[tuple[object, ...], tuple[CountedItem | int | None]] = OrderedDict()
+# reach, operand cap) -> what was found, or the budget the item went over.
+_COUNTED: OrderedDict[tuple[object, ...], _Known | int] = OrderedDict()
 _COUNTED_SIZE = 256
 _COUNTED_STATES = 200_000  # (the states they hold in all: a few tens of MB of tables)
+_COUNTED_HELD = 0
 _COUNTED_LOCK = threading.Lock()
-
-
-def _cap_key() -> int | None:
-    from maskc.compiler.product import _CAP
-
-    return _CAP.get()
 
 
 def _lay_counted(nfa: Nfa, item: CountedItem, start: int, end: int, outer: int, loop: bool) -> int:
