@@ -280,7 +280,7 @@ class Matcher:
         self._step_cache: dict[tuple[int, int], int] = artifact._step_cache
         self._state_rows: dict[int, NDArray[np.int32]] = artifact._state_rows
         self._plans = artifact._plans
-        self._zero = zero_row(self._vocab_size)
+        self._zero_row = zero_row(self._vocab_size)
 
     def __repr__(self) -> str:
         s = self._stack[-1]
@@ -418,7 +418,7 @@ class Matcher:
         elif type(plan) is tuple:
             plan = self.artifact.row_plan(s)  # visited again: one row copy from now on
         if type(plan) is tuple:
-            view[index] = self._zero  # (a row copy: faster than fill(0))
+            view[index] = self._zero_row  # (a row copy: faster than fill(0))
             out = view[index]
             for w, v in plan:
                 out[w] = v
@@ -459,7 +459,7 @@ class CountingMatcher(Matcher):
         self._room: list[int] = artifact._counted_room
         self._counted_cache: dict[tuple[int, int], tuple[int, int, bool]] = artifact._counted_step_cache
 
-    _zero: Any = 0  # the count outside every loop
+    _no_count: Any = 0  # the count outside every loop
 
     @property
     def count(self) -> int:
@@ -468,7 +468,7 @@ class CountingMatcher(Matcher):
 
     def reset(self) -> None:
         self._stack = [0]
-        self._counts = [self._zero]
+        self._counts = [self._no_count]
 
     def rollback(self, num_tokens: int = 1) -> None:
         n = check_rollback(num_tokens, self.num_accepted)
@@ -557,7 +557,7 @@ class NestedCountingMatcher(CountingMatcher):
     state is inside (:meth:`~maskc.compiler.counters.Counters.walk_stack`). Masks do not
     depend on the counts, as in :class:`CountingMatcher`."""
 
-    _zero: Any = ()
+    _no_count: Any = ()
 
     def __init__(self, artifact: Artifact) -> None:
         super().__init__(artifact)

@@ -620,3 +620,25 @@ def test_random_nested_counts_match_the_unrolled_grammar(toy_vocab: Vocabulary,
         nested += 1
         assert worst_case_length(counted.dfa).max_bytes == worst_case_length(unrolled.dfa).max_bytes, schema
         _walk_both(counted, unrolled, toy_vocab, walks=4, seed=nested, every_token=True, steps=200)
+
+
+@pytest.mark.parametrize(("pattern", "kind"), [("a{0,40}b", maskc.CountingMatcher),
+                                               ("(b[ab]{0,40}-){0,30}", maskc.NestedCountingMatcher)])
+def test_a_reset_counting_matcher_starts_over(pattern: str, kind: type, toy_vocab: Vocabulary) -> None:
+    # reset() empties the counts as a new matcher has them (a regression: it once put the
+    # matcher's all-zero bitmask row in place of the counts, and the next token raised)
+    art = maskc.compile_regex(pattern, toy_vocab, cache=False)
+    m = art.matcher()
+    assert type(m) is kind
+    text = [toy_vocab.token_bytes.index(t) for t in (b"b", b"ab", b"ab", b"a", b"-", b"b", b"a")]
+    walked = [m.accept_token(t) for t in text]
+    assert any(walked)
+    m.reset()
+    fresh = art.matcher()
+    assert (m.state, m.count, m.num_accepted) == (fresh.state, 0, 0)
+    if kind is maskc.NestedCountingMatcher:
+        assert m.counts == ()
+    for t in text:
+        assert m.accept_token(t) == fresh.accept_token(t)
+        assert (m.state, m.count) == (fresh.state, fresh.count)
+        assert np.array_equal(m.allowed_token_ids(), fresh.allowed_token_ids())
