@@ -443,7 +443,9 @@ class CountingMatcher(Matcher):
     """A :class:`Matcher` for an artifact with counted loops: beside each state it keeps the
     count of the loop the state is in (arrivals at the loop's head since it was entered),
     and leaves a loop at its ``span``-th arrival. Masks do not depend on the count (a loop
-    keeps more than a token's length from its bounds), so filling is :class:`Matcher`'s."""
+    keeps more than a token's length from its bounds), so filling is :class:`Matcher`'s. A
+    token within its length of a loop's exit is walked exactly (it may pass the exit: a
+    loop may span fewer positions than a token has bytes)."""
 
     def __init__(self, artifact: Artifact) -> None:
         super().__init__(artifact)
@@ -501,9 +503,10 @@ class CountingMatcher(Matcher):
             if special is not None:
                 got = (special, 0, False)
             else:
-                # From count 0 no exit is reached (a loop spans more than a token), so this
-                # is the walk from any count the token cannot carry to the exit, where the
-                # count before it adds on if the token stays in the loop throughout.
+                # The walk from count 0: used below only where the count before the token
+                # is too far from the exit for the token to reach it (so from 0 it reaches
+                # no exit of this loop either), and where the count adds on if the token
+                # stays in the loop throughout. A loop the token enters counts from 0 both ways.
                 nxt, n = self._walk(s, 0, self._tokens[t])
                 got = (nxt, n, nxt >= 0 and self._same_run(s, t))
             self._counted_cache[(s, t)] = got
@@ -608,8 +611,9 @@ class NestedCountingMatcher(CountingMatcher):
 
     def _from_zero(self, state: int, token_id: int) -> tuple[int, tuple[int, ...], int]:
         """The walk of ``token_id`` from ``state`` with every count 0 (memoized per artifact):
-        no exit is reached from there (a loop spans more than a token), so it gives the
-        counts the token leaves, and how many of the loops it starts in it never left."""
+        the counts the token leaves, and how many of the loops it starts in it never left.
+        Read only where no count is within the token's length of its loop's exit (so the
+        walk from 0 passes no exit of those loops either: see :meth:`accept_token`)."""
         got = self._nested_cache.get((state, token_id))
         if got is None:
             special = self._special_step(state, token_id)

@@ -251,21 +251,30 @@ ALT_AS_DFA = 16
 branches share their suffixes before subset construction, not after minimization."""
 
 
+MIN_SPAN = 2
+"""The fewest positions a counted loop takes in place of copies: a loop of two saves a copy
+of the item. Exactness needs no more: the ``gap`` copies after a loop hold more items than
+any token completes, so a token walked from a loop's state, or one entering it, ends before
+the bound, even where it passes the loop's exit (a loop shorter than a token, which the
+runtime walks exactly; see :class:`~maskc.artifacts.matcher.CountingMatcher`)."""
+
+
 def _loop_plan(lo: int, hi: int | None, gap: int) -> list[tuple[str, int]] | None:
     """Positions ``0..`` of ``item{lo,hi}`` as runs: ``("loop", span)`` where no token can
     tell the positions apart, ``("copies", n)`` elsewhere; None when no loop pays.
 
     ``gap`` items separate a loop from a bound (more than a token can complete), so a
     token walked from any position of a loop ends before the bound exactly as it would in
-    an endless loop."""
+    an endless loop. A loop spans :data:`MIN_SPAN` positions or more: ``maxLength: 200``
+    under a gap of 129 is a loop of 71 and 129 copies, not 200 copies."""
     plan: list[tuple[str, int]] = []
-    if lo - gap >= gap:
+    if lo - gap >= MIN_SPAN:
         plan += [("loop", lo - gap), ("copies", gap)]
     elif lo:
         plan.append(("copies", lo))
     if hi is not None:
         rest = hi - lo
-        if rest - gap >= gap:
+        if rest - gap >= MIN_SPAN:
             plan += [("loop", rest - gap), ("copies", gap)]
         elif rest:
             plan.append(("copies", rest))

@@ -20,7 +20,7 @@ from maskc.artifacts.cache import ArtifactCache
 from maskc.artifacts.io import save_bytes, sweep_stale_temporaries, write_atomic
 from maskc.compiler.vocab import Vocabulary
 
-SCHEMA = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 8}}, "required": ["a"]}
+SCHEMA = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 7}}, "required": ["a"]}
 OTHER = {"type": "array", "items": {"type": "integer"}}
 GBNF = 'root ::= "[" root "]" | "a"'
 

@@ -24,7 +24,7 @@ from maskc.compiler import pipeline
 from maskc.compiler.analysis import worst_case_length
 from maskc.compiler.counters import Counters
 from maskc.compiler.errors import StateLimitExceeded
-from maskc.compiler.nfa import _loop_plan
+from maskc.compiler.nfa import MIN_SPAN, _loop_plan
 from maskc.compiler.vocab import Vocabulary
 
 
@@ -88,17 +88,71 @@ def _rewritten(art: Artifact, tensors: dict[str, np.ndarray], folder: Path, **me
 
 
 def test_loop_plan_keeps_loops_a_token_away_from_the_bounds() -> None:
-    # gap 6: loops only where a bound is at least two gaps away
+    # gap 6: a loop where a bound is a gap and two positions away or more
     assert _loop_plan(0, 20, 6) == [("loop", 14), ("copies", 6)]
     assert _loop_plan(13, 40, 6) == [("loop", 7), ("copies", 6), ("loop", 21), ("copies", 6)]
     assert _loop_plan(13, None, 6) == [("loop", 7), ("copies", 6)]
-    assert _loop_plan(3, 14, 6) is None  # nothing to gain
-    assert _loop_plan(0, 11, 6) is None
-    for lo, hi in [(0, 12), (5, 100), (12, 12), (30, None), (0, 1000)]:
+    assert _loop_plan(3, 14, 6) == [("copies", 3), ("loop", 5), ("copies", 6)]
+    assert _loop_plan(8, 8, 6) == [("loop", 2), ("copies", 6)]
+    assert _loop_plan(3, 10, 6) is None  # nothing to gain
+    assert _loop_plan(0, 7, 6) is None
+    assert _loop_plan(7, None, 6) is None
+    for lo, hi in [(0, 8), (5, 100), (12, 12), (30, None), (0, 1000)]:
         plan = _loop_plan(lo, hi, 6)
         assert plan is not None
         assert sum(n for _, n in plan) == (hi if hi is not None else lo)
-        assert all(n >= 6 for kind, n in plan if kind == "loop")
+        assert all(n >= MIN_SPAN for kind, n in plan if kind == "loop")
+        assert all(n == 6 for kind, n in plan[1:] if kind == "copies")  # every loop a gap from its bound
+
+
+# Tokens of up to 8 items: a loop of fewer positions is passed, exit and all, by one token.
+_RUNS = ["a", "aa", "aaaa", "aaaaaaaa", "aaaaaaaa\"", 'a"', '"', '"a', "[", "]", ",", "1", "1,", "1,1,1,1,",
+         '"a",', '"aa","', "<eos>", "<pad>"]
+
+
+@pytest.mark.parametrize(("kind", "source", "opening", "step"), [
+    ("json_schema", {"type": "string", "maxLength": 12}, '"', "a"),
+    ("json_schema", {"type": "string", "minLength": 12, "maxLength": 30}, '"', "a"),
+    ("json_schema", {"type": "string", "minLength": 13}, '"', "a"),
+    ("json_schema", {"type": "array", "items": {"const": 1}, "minItems": 6, "maxItems": 13}, "[ 1", ","),
+    ("json_schema", {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 9}, '[ "', "a"),
+    ("regex", "a{12,29}", "", "a"),
+])
+def test_a_loop_shorter_than_a_token_is_walked_exactly(kind: str, source: object, opening: str, step: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    vocab = Vocabulary.from_tokens(_RUNS, eos="<eos>", special=["<pad>"], name="runs")
+    counted, unrolled = _pair(kind, source, vocab, monkeypatch)
+    c = counted.dfa.counters
+    assert c is not None and counted.num_states < unrolled.num_states
+    assert int(c.span.min()) < 8  # a loop that the longest token can cross
+    assert worst_case_length(counted.dfa).max_bytes == worst_case_length(unrolled.dfa).max_bytes
+    # From every position reached one short step at a time (into and through the loops,
+    # with "1" and "," alternating for the array of ones), every token: the same verdict,
+    # state by state the same mask and end.
+    ids = {t: vocab.token_bytes.index(t.encode()) for t in {"1", ",", step, *opening.split()}}
+    looped = 0
+    for k in range(40):
+        ma, mb = counted.matcher(), unrolled.matcher()
+        path = [ids[t] for t in opening.split()] + [ids[step] if step != "," or j % 2 == 0 else ids["1"]
+                                                    for j in range(k)]
+        if not all(ma.accept_token(t) == mb.accept_token(t) for t in path) or ma.num_accepted < len(path):
+            break
+        looped += int(c.region[ma.state]) >= 0
+        assert np.array_equal(ma.allowed_token_ids(), mb.allowed_token_ids()), k
+        for u in range(vocab.vocab_size):
+            ok = ma.accept_token(u)
+            assert ok == mb.accept_token(u), (k, vocab.token_bytes[u] if u < len(vocab.token_bytes) else u)
+            if ok:
+                assert ma.can_terminate() == mb.can_terminate()
+                assert np.array_equal(ma.allowed_token_ids(), mb.allowed_token_ids()), (k, u)
+                ma.rollback()
+                mb.rollback()
+    assert looped >= 2
+    _walk_both(counted, unrolled, vocab, walks=40, seed=4, every_token=True)
+    for n in range(0, 40):
+        for text in ('"' + "a" * n + '"', "a" * n, "[" + ",".join(["1"] * n) + "]",
+                     "[" + ",".join(['"aaaa"'] * n) + "]", "[" + ",".join(['"' + "a" * n + '"'] * 3) + "]"):
+            assert counted.dfa.accepts(text.encode()) == unrolled.dfa.accepts(text.encode()), text
 
 
 @pytest.mark.parametrize("schema", [
@@ -480,7 +534,7 @@ def test_holds_counted_loop_says_what_the_lowering_does(name: str, counted: bool
     node = {
         "long run of a two-byte item": rep(lit("ab"), 0, 5000),
         "item not prefix-free": rep(alt(lit("a"), lit("ab")), 0, 5000),
-        "bounds within a token's reach": rep(lit("ab"), 0, 50),
+        "bounds within a token's reach": rep(lit("ab"), 0, 34),
         "long run inside a sequence": seq(lit("["), rep(lit("xy"), 10, 3000), lit("]")),
     }[name]
     built = pipeline.grammar_dfa(node, CompileOptions(), horizon=64)
