@@ -461,7 +461,7 @@ class CountingMatcher(Matcher):
         self._room: list[int] = artifact._counted_room
         self._counted_cache: dict[tuple[int, int], tuple[int, int, bool]] = artifact._counted_step_cache
 
-    _no_count: Any = 0  # the count outside every loop
+    _start_count: Any = 0  # the count at the start (0, whether or not the first state is in a loop)
 
     @property
     def count(self) -> int:
@@ -470,7 +470,7 @@ class CountingMatcher(Matcher):
 
     def reset(self) -> None:
         self._stack = [0]
-        self._counts = [self._no_count]
+        self._counts = [self._start_count]
 
     def rollback(self, num_tokens: int = 1) -> None:
         n = check_rollback(num_tokens, self.num_accepted)
@@ -560,12 +560,9 @@ class NestedCountingMatcher(CountingMatcher):
     state is inside (:meth:`~maskc.compiler.counters.Counters.walk_stack`). Masks do not
     depend on the counts, as in :class:`CountingMatcher`."""
 
-    _no_count: Any = ()
-
     def __init__(self, artifact: Artifact) -> None:
         super().__init__(artifact)
         counters = self._counters
-        self._counts: list[tuple[int, ...]] = [()]  # type: ignore[assignment]
         if artifact._nested_spans is None:  # per state, the spans of its loops, outermost first
             chains = counters.chains()
             span = counters.span.tolist()
@@ -575,6 +572,9 @@ class NestedCountingMatcher(CountingMatcher):
         self._chains: list[tuple[int, ...]] = artifact._nested_chains
         self._spans: list[tuple[int, ...]] = artifact._nested_spans
         self._nested_cache: dict[tuple[int, int], tuple[int, tuple[int, ...], int]] = artifact._nested_step_cache
+        # a zero for each loop the first state is inside (a grammar may begin inside a loop)
+        self._start_count = counters.zeros(0, self._chains)
+        self._counts: list[tuple[int, ...]] = [self._start_count]  # type: ignore[assignment]
 
     @property
     def count(self) -> int:

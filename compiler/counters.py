@@ -112,6 +112,14 @@ class Counters:
             state, r = nxt, k
         return state, count
 
+    def zeros(self, state: int, chains: list[tuple[int, ...]] | None = None) -> tuple[int, ...]:
+        """The counts a walk from ``state`` starts with: 0 for each loop ``state`` is inside
+        (a grammar may begin inside a loop: ``(-a{3,30}:){5,40}``, whose first copies are one)."""
+        r = int(self.region[state])
+        if r < 0:
+            return ()
+        return (0,) * len((chains if chains is not None else self.chains())[r])
+
     def walk_stack(self, dfa: Dfa, state: int, counts: tuple[int, ...], data: bytes,
                    chains: list[tuple[int, ...]] | None = None) -> tuple[int, tuple[int, ...]]:
         """As :meth:`walk`, with a count per loop ``state`` is inside, outermost first:
@@ -133,6 +141,8 @@ class Counters:
         cnt = list(counts)
         kept = len(cnt)
         r = region(state)
+        if len(cnt) != (len(chains[r]) if r >= 0 else 0):
+            raise ValueError(f"counts: one per loop state {state} is inside, got {counts}")
         for b in data:
             nxt = step(state, klass(b))
             if nxt < 0:

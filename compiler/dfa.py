@@ -209,7 +209,7 @@ class Dfa:
     def accepts(self, data: bytes) -> bool:
         """Whether ``data`` is in the language (counted loops counted)."""
         if self.counters is not None and self.counters.nested:
-            s, _ = self.counters.walk_stack(self, 0, (), data)
+            s, _ = self.counters.walk_stack(self, 0, self.counters.zeros(0), data)
         elif self.counters is not None:
             s, _ = self.counters.walk(self, 0, 0, data)
         else:

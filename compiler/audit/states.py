@@ -181,7 +181,7 @@ class Prefixes:
         assert counters is not None
         region = counters.region.tolist()
         chains = self._chains
-        q, counts = counters.walk_stack(dfa, 0, (), self.prefix(head), chains)
+        q, counts = counters.walk_stack(dfa, 0, counters.zeros(0, chains), self.prefix(head), chains)
         if q != head:
             return -1, b""
         k = region[head]

@@ -676,6 +676,12 @@ def test_random_nested_counts_match_the_unrolled_grammar(toy_vocab: Vocabulary,
         _walk_both(counted, unrolled, toy_vocab, walks=4, seed=nested, every_token=True, steps=200)
 
 
+def _zeros_at_start(art: Artifact) -> tuple[int, ...]:
+    c = art.dfa.counters
+    assert c is not None
+    return (0,) * len(c.chains()[int(c.region[0])]) if int(c.region[0]) >= 0 else ()
+
+
 @pytest.mark.parametrize(("pattern", "kind"), [("a{0,40}b", maskc.CountingMatcher),
                                                ("(b[ab]{0,40}-){0,30}", maskc.NestedCountingMatcher)])
 def test_a_reset_counting_matcher_starts_over(pattern: str, kind: type, toy_vocab: Vocabulary) -> None:
@@ -691,8 +697,35 @@ def test_a_reset_counting_matcher_starts_over(pattern: str, kind: type, toy_voca
     fresh = art.matcher()
     assert (m.state, m.count, m.num_accepted) == (fresh.state, 0, 0)
     if kind is maskc.NestedCountingMatcher:
-        assert m.counts == ()
+        assert m.counts == fresh.counts == _zeros_at_start(art)
     for t in text:
         assert m.accept_token(t) == fresh.accept_token(t)
         assert (m.state, m.count) == (fresh.state, fresh.count)
         assert np.array_equal(m.allowed_token_ids(), fresh.allowed_token_ids())
+
+
+@pytest.mark.parametrize("pattern", ["(-(a{3,30}|1{20,50}):){5,40}", "(-a{3,30}:){60,90}"])
+def test_a_grammar_that_begins_inside_nested_loops(pattern: str, toy_vocab: Vocabulary,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first state is inside a loop: every walk from it starts with a count for that
+    # loop (a regression: raw bytes walked from the start lost the inner loop's count, and
+    # `1` twenty times no longer allowed the `:` after it)
+    counted, unrolled = _pair("regex", pattern, toy_vocab, monkeypatch)
+    c = counted.dfa.counters
+    assert c is not None and c.nested and int(c.region[0]) >= 0
+    one, colon = (toy_vocab.token_bytes.index(t) for t in (b"1", b":"))
+    for first in ("-", "-aaa:-", "-aaa:-aaaa:-"):
+        ma, mb = counted.matcher(), unrolled.matcher()
+        assert ma.accept_string(first) and mb.accept_string(first)
+        for k in range(55):
+            assert np.array_equal(ma.allowed_token_ids(), mb.allowed_token_ids()), (first, k)
+            if not mb.accept_token(one):
+                assert not ma.accept_token(one)
+                break
+            assert ma.accept_token(one)
+        assert (colon in ma.allowed_token_ids()) == (colon in mb.allowed_token_ids())
+    for n in range(0, 60, 3):
+        for text in ("-" + "1" * n + ":", ("-aaa:" * n), "-aaa:" * n + "-" + "1" * 20 + ":"):
+            assert counted.dfa.accepts(text.encode()) == unrolled.dfa.accepts(text.encode()), text
+    with pytest.raises(ValueError, match="one per loop"):
+        c.walk_stack(counted.dfa, 0, (), b"-")
