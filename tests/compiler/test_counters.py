@@ -729,3 +729,49 @@ def test_a_grammar_that_begins_inside_nested_loops(pattern: str, toy_vocab: Voca
             assert counted.dfa.accepts(text.encode()) == unrolled.dfa.accepts(text.encode()), text
     with pytest.raises(ValueError, match="one per loop"):
         c.walk_stack(counted.dfa, 0, (), b"-")
+
+
+@pytest.mark.parametrize(("kind", "source"), [
+    ("regex", "(-(a{3,30}|1{20,50}):){5,40}"),
+    ("regex", "(a{10,20}b){4,}"),
+    ("json_schema", {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 14}),
+    ("json_schema", {"type": "string", "pattern": "^(ab|b)*$", "minLength": 14, "maxLength": 45}),
+])
+def test_every_matcher_call_agrees_with_the_unrolled_grammar(kind: str, source: object, toy_vocab: Vocabulary,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # Random sequences of the whole API (tokens, raw bytes, rollbacks, resets, fills) on the
+    # counted and the unrolled artifact side by side: the calls a serving loop makes, not
+    # only token steps (a reset and raw bytes from the start each once lost a count).
+    counted, unrolled = _pair(kind, source, toy_vocab, monkeypatch)
+    assert counted.dfa.counters is not None
+    rng = random.Random(7)
+    pieces = ["a", "b", "ab", "-", ":", '"', "1", "aaaa", "]", ",", '"a"', "[", '["ab",']
+    rows = np.zeros((2, 2), dtype=np.int32), np.zeros((2, 2), dtype=np.int32)
+    for _walk in range(12):
+        ma, mb = counted.matcher(), unrolled.matcher()
+        for step in range(150):
+            op = rng.random()
+            if op < 0.6:
+                allowed = mb.allowed_token_ids().tolist()
+                t = rng.choice(allowed) if allowed and rng.random() < 0.9 else rng.randrange(toy_vocab.vocab_size)
+                assert ma.accept_token(t) == mb.accept_token(t), step
+            elif op < 0.7:
+                n = rng.randint(0, min(3, mb.num_accepted))
+                ma.rollback(n)
+                mb.rollback(n)
+            elif op < 0.75:
+                ma.reset()
+                mb.reset()
+            elif op < 0.85:
+                piece = rng.choice(pieces)
+                assert ma.accept_string(piece) == mb.accept_string(piece), (step, piece)
+            else:
+                i = rng.randrange(2)
+                ma.fill_next_token_bitmask(rows[0], i)
+                mb.fill_next_token_bitmask(rows[1], i)
+                assert np.array_equal(rows[0][i], rows[1][i]), step
+            assert np.array_equal(ma.allowed_token_ids(), mb.allowed_token_ids()), step
+            assert (ma.can_terminate(), ma.is_terminated(), ma.num_accepted) == \
+                (mb.can_terminate(), mb.is_terminated(), mb.num_accepted), step
+            forced = ma.find_jump_forward_bytes()
+            assert mb.find_jump_forward_bytes().startswith(forced), step  # (a loop may stop it early)
