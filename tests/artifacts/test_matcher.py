@@ -103,3 +103,63 @@ def test_matcher_needs_tokenizer(tmp_path: Path, art: maskc.Artifact) -> None:
     bare = maskc.load_artifact(p)
     with pytest.raises(ValueError, match="tokenizer"):
         bare.matcher()
+
+
+@pytest.mark.parametrize("source", [
+    ("gbnf", 'root ::= "[" root "]" | "a" | "[" root "," root "]"'),
+    ("json_schema", {"$defs": {"n": {"type": "object", "properties": {
+        "a": {"type": "array", "items": {"$ref": "#/$defs/n"}, "maxItems": 3}, "b": {"type": "string", "maxLength": 4}}}},
+        "$ref": "#/$defs/n"}),
+    ("json_schema", {"type": "object", "properties": {"x": {}, "y": {"type": "array", "items": {}}}}),
+    ("regex", "(-(a{3,30}|1{20,50}):){5,40}"),
+    ("json_schema", {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 14}),
+], ids=["gbnf", "recursive schema", "free-form values", "nested counts", "counted strings"])
+def test_any_sequence_of_calls_leaves_what_replaying_its_input_gives(source: tuple[str, object],
+                                                                     toy_vocab: Vocabulary) -> None:
+    # Random tokens, raw bytes, rollbacks, resets and fills (one row, and a batch): after
+    # each call the matcher answers as a new one that is given again what it accepted.
+    import random
+
+    from maskc.artifacts.matcher import fill_next_token_bitmasks
+
+    kind, text = source
+    compile_ = {"gbnf": maskc.compile_gbnf, "json_schema": maskc.compile_json_schema, "regex": maskc.compile_regex}
+    art = compile_[kind](text, toy_vocab, cache=False)
+    rng = random.Random(3)
+    pieces = ["a", "[", "]", ",", '{"', '"a":', "[[", "ab", "-", "1", ":", '"b":"ab"', "}", "null", "true", '"a"']
+    one, batch = np.zeros((3, 2), dtype=np.int32), np.zeros((3, 2), dtype=np.int32)
+    for _walk in range(10):
+        m = art.matcher()
+        given: list[tuple[str, object]] = []  # since the last reset: ("token", id) or ("bytes", text)
+        for step in range(120):
+            op = rng.random()
+            if op < 0.6:
+                allowed = m.allowed_token_ids().tolist()
+                t = rng.choice(allowed) if allowed and rng.random() < 0.9 else rng.randrange(toy_vocab.vocab_size)
+                if m.accept_token(t):
+                    given.append(("token", t))
+            elif op < 0.7:  # (raw bytes are not undone: only the tokens after the last of them)
+                tokens = next((k for k, (what, _) in enumerate(reversed(given)) if what != "token"), len(given))
+                n = rng.randint(0, tokens)
+                m.rollback(n)
+                del given[len(given) - n:]
+            elif op < 0.75:
+                m.reset()
+                given = []
+            elif op < 0.85:
+                piece = rng.choice(pieces)
+                if m.accept_string(piece):
+                    given.append(("bytes", piece))
+            else:
+                i = rng.randrange(3)
+                m.fill_next_token_bitmask(one, i)
+                fill_next_token_bitmasks([m], batch, [i])
+                assert np.array_equal(one[i], batch[i]), step
+                bits = np.unpackbits(one[i].view(np.uint8), bitorder="little")[: toy_vocab.vocab_size]
+                assert np.array_equal(np.flatnonzero(bits), m.allowed_token_ids()), step
+            again = art.matcher()
+            for what, x in given:
+                assert again.accept_token(x) if what == "token" else again.accept_string(x)  # type: ignore[arg-type]
+            assert np.array_equal(again.allowed_token_ids(), m.allowed_token_ids()), (step, given[-4:])
+            assert (again.can_terminate(), again.is_terminated(), again.find_jump_forward_bytes()) == \
+                (m.can_terminate(), m.is_terminated(), m.find_jump_forward_bytes()), step
