@@ -108,8 +108,8 @@ def test_matcher_needs_tokenizer(tmp_path: Path, art: maskc.Artifact) -> None:
 @pytest.mark.parametrize("source", [
     ("gbnf", 'root ::= "[" root "]" | "a" | "[" root "," root "]"'),
     ("json_schema", {"$defs": {"n": {"type": "object", "properties": {
-        "a": {"type": "array", "items": {"$ref": "#/$defs/n"}, "maxItems": 3}, "b": {"type": "string", "maxLength": 4}}}},
-        "$ref": "#/$defs/n"}),
+        "a": {"type": "array", "items": {"$ref": "#/$defs/n"}, "maxItems": 3},
+        "b": {"type": "string", "maxLength": 4}}}}, "$ref": "#/$defs/n"}),
     ("json_schema", {"type": "object", "properties": {"x": {}, "y": {"type": "array", "items": {}}}}),
     ("regex", "(-(a{3,30}|1{20,50}):){5,40}"),
     ("json_schema", {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 14}),
