@@ -452,7 +452,8 @@ class CountingMatcher(Matcher):
         counters = artifact.dfa.counters
         assert counters is not None
         self._counters = counters
-        self._counts: list[int] = [0]
+        self._start_count: Any = 0  # the count a walk from the first state starts with
+        self._counts: list[Any] = [self._start_count]
         # Per state: the count at which a token may reach the exit (huge outside loops); built
         # once per artifact, so a new matcher (one per request) costs nothing per state or token.
         if artifact._counted_room is None:
@@ -461,12 +462,10 @@ class CountingMatcher(Matcher):
         self._room: list[int] = artifact._counted_room
         self._counted_cache: dict[tuple[int, int], tuple[int, int, bool]] = artifact._counted_step_cache
 
-    _start_count: Any = 0  # the count at the start (0, whether or not the first state is in a loop)
-
     @property
     def count(self) -> int:
         """Arrivals at the head of the current state's loop since it was entered (0 outside loops)."""
-        return self._counts[-1]
+        return int(self._counts[-1])
 
     def reset(self) -> None:
         self._stack = [0]
@@ -574,7 +573,7 @@ class NestedCountingMatcher(CountingMatcher):
         self._nested_cache: dict[tuple[int, int], tuple[int, tuple[int, ...], int]] = artifact._nested_step_cache
         # a zero for each loop the first state is inside (a grammar may begin inside a loop)
         self._start_count = counters.zeros(0, self._chains)
-        self._counts: list[tuple[int, ...]] = [self._start_count]  # type: ignore[assignment]
+        self.reset()
 
     @property
     def count(self) -> int:
@@ -585,7 +584,8 @@ class NestedCountingMatcher(CountingMatcher):
     @property
     def counts(self) -> tuple[int, ...]:
         """The count of each loop the current state is inside, outermost first."""
-        return self._counts[-1]
+        counts: tuple[int, ...] = self._counts[-1]
+        return counts
 
     def accept_token(self, token_id: int) -> bool:
         t = token_id if type(token_id) is int and 0 <= token_id < self._vocab_size else (
