@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import orjson
@@ -36,7 +36,7 @@ from maskc.compiler.frontends.registry import frontend, grammar_sha256
 from maskc.compiler.ir import Grammar, Node
 from maskc.compiler.maskstore import MaskStore, MaskStoreBuilder
 from maskc.compiler.minimize import minimize
-from maskc.compiler.nfa import HorizonQuestion, item_reach, lower, recording_horizon, same_horizon_answers
+from maskc.compiler.nfa import HorizonQuestion, ItemReach, item_reach, lower, recording_horizon, same_horizon_answers
 from maskc.compiler.options import CompileOptions
 from maskc.compiler.spelling import prove_spellable, prove_start_spellable
 from maskc.compiler.product import operand_state_cap
@@ -153,7 +153,14 @@ def sharing_automata(vocabs: Sequence[Vocabulary] = ()) -> Iterator[None]:
     all their distinct short tokens (:class:`~maskc.compiler.align.SharedShortTokens`), and each tokenizer's
     alignment reads its own tokens out of the walks the first one made. The masks are the
     same (a token's fate depends on its bytes alone); the first compile walks a somewhat
-    larger trie, the next ones none.
+    larger trie, the next ones none. And their compiles plan counted loops alike, for the
+    longest token among them and the most items any of their tokens completes
+    (:func:`_planning`): all answer the lowering's questions alike, so they share the front
+    end, the automaton and its walks. A loop is exact for a tokenizer whose tokens reach
+    no further than it keeps from its bounds, so each tokenizer's masks are those of its
+    own plan, at every step; a tokenizer with shorter tokens than another of the block gets
+    more copies beside its loops than compiled alone (a different artifact, the same masks).
+    The same tokenizers compiled together always plan alike.
     """
     token = _SHARED.set([])
     short = _SHORT.set(tuple(vocabs) if len({v.fingerprint for v in vocabs}) > 1 else None)
@@ -170,7 +177,8 @@ def _recalled(slot: list[_Shared] | None, key: tuple[str, str, str], table: Toke
     prev = next((entry for entry in slot or () if entry.key == key), None)
     if prev is None:
         return None
-    return prev if all(table.items_reach(*q) == a for q, a in prev.asked) else None
+    reach = _planning(table).reach
+    return prev if all(reach(*q) == a for q, a in prev.asked) else None
 
 
 def token_table(vocab: Vocabulary) -> TokenTable:
@@ -189,6 +197,35 @@ def _token_table(vocab: Vocabulary) -> TokenTable:
     if vocab.special_ids:
         walkable[np.fromiter(vocab.special_ids, dtype=np.int64)] = False
     return TokenTable(flat, offsets, walkable, tuple(vocab.eos_ids), vocab.vocab_size)
+
+
+class _Planning(NamedTuple):
+    """What counted repeats are planned for: the longest token (None: no counted loops) and
+    how many items one token can complete (:data:`~maskc.compiler.nfa.ItemReach`)."""
+
+    horizon: int | None
+    reach: ItemReach
+
+
+def _planning(table: TokenTable) -> _Planning:
+    """What a compile for ``table`` plans counted repeats for: its own longest token and
+    items reach, or, within a :func:`sharing_automata` block of several tokenizers that holds
+    it, the largest of theirs (each question answered by the tokenizer that reaches
+    furthest). A loop keeps at least what any of them can reach from a bound, so it is exact
+    for each, and they all plan alike: one front end and one automaton for the block."""
+    own = _Planning(table.longest if COUNTED_LOOPS else None, table.items_reach)
+    vocabs = _SHORT.get()
+    if not vocabs:
+        return own
+    tables = [token_table(v) for v in vocabs]
+    if not any(t is table for t in tables):
+        return own
+    longest = max(t.longest for t in tables)
+
+    def reach(completing: bytes, shortest: int) -> int:
+        return max(t.items_reach(completing, shortest) for t in tables)
+
+    return _Planning(longest if COUNTED_LOOPS else None, reach)
 
 
 def grammar_dfa(
@@ -332,13 +369,13 @@ def _walks_for(shared: _Shared | None, dfa: Dfa, table: TokenTable) -> ShortWalk
     if shared is None or shared.walks is None or shared.dfa is not dfa or shared.horizon_asked is None:
         return None
     vocabs = _SHORT.get() or ()
-    mine = table.longest if COUNTED_LOOPS else None
+    mine = _planning(table).horizon
     for v in vocabs:
         other = token_table(v)
         if other is table:
             continue
-        horizon = other.longest if COUNTED_LOOPS else None
-        with item_reach(other.items_reach):
+        horizon, reach = _planning(other)
+        with item_reach(reach):
             if horizon == mine or same_horizon_answers(shared.horizon_asked, horizon):
                 return shared.walks
     return None
@@ -380,8 +417,8 @@ def _regular_dfa(node: Node, options: CompileOptions, t: dict[str, float], deadl
                  shared: _Shared | None) -> Dfa:
     """:func:`grammar_dfa` for ``table``'s vocabulary, or the shared one where the previous
     compile's lowering asked nothing this vocabulary answers otherwise."""
-    horizon = table.longest if COUNTED_LOOPS else None
-    with item_reach(table.items_reach):
+    horizon, reach = _planning(table)
+    with item_reach(reach):
         if shared is not None and shared.dfa is not None and shared.horizon_asked is not None \
                 and same_horizon_answers(shared.horizon_asked, horizon):
             t["shared_automaton"] = 1.0
@@ -639,8 +676,10 @@ def _front_end(key: tuple[str, str, str], build: Callable[[], tuple[Grammar, lis
         slot.clear()  # (the previous compile's work is not kept past a different one)
     asked: list[tuple[tuple[bytes, int], int]] = []
 
+    planned = _planning(table).reach
+
     def reach(completing: bytes, shortest: int) -> int:
-        got = table.items_reach(completing, shortest)
+        got = planned(completing, shortest)
         asked.append(((completing, shortest), got))
         return got
 

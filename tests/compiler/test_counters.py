@@ -775,3 +775,35 @@ def test_every_matcher_call_agrees_with_the_unrolled_grammar(kind: str, source: 
                 (mb.can_terminate(), mb.is_terminated(), mb.num_accepted), step
             forced = ma.find_jump_forward_bytes()
             assert mb.find_jump_forward_bytes().startswith(forced), step  # (a loop may stop it early)
+
+
+# The toy's tokens and runs reaching 12 to 24 bytes: loops planned for them keep more copies
+# from a bound than the toy's own 5-byte tokens need.
+LONGER = ["{", "}", "[", "]", ":", ",", '"', "a", "b", "1", "2", "-", " ", '",', '"a"', "ab", "ab" * 6, '"ab","ab",' * 2,
+          "1," * 8, " " * 24, "<eos>"]
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "string", "maxLength": 40},
+    {"type": "array", "items": {"type": "string", "maxLength": 5}, "minItems": 3, "maxItems": 50},
+    {"type": "array", "items": {"enum": ["ab", "b", 12]}, "maxItems": 150},
+    {"type": "string", "pattern": "^(ab|b)*$", "minLength": 14, "maxLength": 45},
+])
+def test_a_plan_for_another_tokenizers_longer_tokens_keeps_each_ones_masks(
+        schema: dict[str, object], toy_vocab: Vocabulary, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compiled together, tokenizers plan their counted loops for the longest token among
+    them (one automaton for all): for the tokenizer with shorter tokens, that automaton keeps
+    more copies from each bound than its own plan, and gives the same masks as its own plan
+    and as the unrolled grammar at every step."""
+    longer = Vocabulary.from_tokens(LONGER, eos="<eos>", name="longer")
+    own, unrolled = _pair("json_schema", schema, toy_vocab, monkeypatch)
+    with pipeline.sharing_automata([longer, toy_vocab]):
+        first = maskc.compile_json_schema(schema, longer, cache=False)
+        joint = maskc.compile_json_schema(schema, toy_vocab, cache=False)
+    assert first.timings.get("shared_automaton") is None and joint.timings.get("shared_automaton") == 1.0
+    assert joint.dfa.counters is not None
+    assert joint.summary()["states"] > own.summary()["states"]  # (copies for 24-byte tokens)
+    assert first.metadata["content_sha256"] == maskc.compile_json_schema(schema, longer, cache=False).metadata[
+        "content_sha256"]  # (the longest tokenizer's plan is its own)
+    assert _walk_both(joint, own, toy_vocab, walks=20, seed=3, every_token=True) >= 2
+    assert _walk_both(joint, unrolled, toy_vocab, walks=20, seed=4, every_token=True) >= 2
