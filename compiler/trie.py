@@ -55,12 +55,21 @@ class TokenTrie:
         return int(self.end.shape[0])
 
 
+FEW_DEEP_CELLS = 1 << 17
+"""Up to this many (token, depth) cells, :func:`build_trie` numbers the nodes of all depths at
+once (:func:`_build_trie_at_once`): a few deep sequences (a grammar's long tokens, up to 128
+classes each) then take a fraction of a level-by-level build's time, where a vocabulary's
+short tokens (many, shallow) are faster level by level."""
+
+
 def build_trie(starts: NDArray[np.int64], lens: NDArray[np.int64], flat: NDArray[np.uint8]) -> TokenTrie:
     """The trie of the tokens ``flat[starts[i] : starts[i] + lens[i]]`` (all non-empty)."""
     n = int(lens.shape[0])
     depth = int(lens.max()) if n else 0
     if n and int(lens.min()) < 1:
         raise ValueError("trie tokens must be non-empty")
+    if n and n * depth <= FEW_DEEP_CELLS:
+        return _build_trie_at_once(starts, lens, flat, depth)
     mat = np.zeros((n, max(depth, 1)), dtype=np.uint8)
     for d in range(depth):
         has = lens > d
@@ -90,6 +99,41 @@ def build_trie(starts: NDArray[np.int64], lens: NDArray[np.int64], flat: NDArray
     first_count = np.bincount(mat[:, 0], minlength=256).astype(np.int64) if n else np.zeros(256, dtype=np.int64)
     return TokenTrie(byte, parent, np.asarray(level, dtype=np.int64), child_start, node_at, tok_order.astype(np.int64),
                      tok_start, first_count)
+
+
+def _build_trie_at_once(starts: NDArray[np.int64], lens: NDArray[np.int64], flat: NDArray[np.uint8],
+                        depth: int) -> TokenTrie:
+    """:func:`build_trie` (the same trie, numbered alike) from one ``[tokens, depth]`` table:
+    in the tokens' lexicographic order, a token starts a node at each depth from the first
+    where it differs from the token before it, to its last byte."""
+    n = int(lens.shape[0])
+    # each byte plus one, 0 past a token's end: a token sorts before every token it is a
+    # prefix of, so the tokens under a node are contiguous with no shorter token among them
+    cols = np.arange(depth, dtype=np.int64)
+    inside = cols[None, :] < lens[:, None]
+    mat = np.zeros((n, depth), dtype=np.uint16)
+    mat[inside] = flat[(starts[:, None] + cols[None, :])[inside]].astype(np.uint16) + 1
+    order = np.lexsort(mat.T[::-1])
+    srt = mat[order]
+    slen = lens[order]
+    lcp = np.zeros(n, dtype=np.int64)  # where each token first differs from the one before
+    diff = srt[1:] != srt[:-1]
+    lcp[1:] = np.where(diff.any(axis=1), diff.argmax(axis=1), depth)
+    new = (cols[None, :] >= lcp[:, None]) & (cols[None, :] < slen[:, None])  # [tokens, depth]
+    level = np.zeros(depth + 1, dtype=np.int64)
+    np.cumsum(new.sum(axis=0), out=level[1:])
+    at = np.cumsum(new, axis=0, dtype=np.int64) - 1 + level[None, :-1]  # each token's node at each depth
+    d_new, r_new = np.nonzero(new.T)  # the nodes, level by level, each level in order
+    byte = (srt[r_new, d_new] - 1).astype(np.uint8)
+    parent = np.where(d_new > 0, at[r_new, np.maximum(d_new - 1, 0)], -1).astype(np.int64)
+    nodes = byte.shape[0]
+    node_at = np.empty(n, dtype=np.int64)
+    node_at[order] = at[np.arange(n), slen - 1]
+    child_start = np.searchsorted(parent, np.arange(nodes + 1, dtype=np.int64)).astype(np.int64)
+    tok_order = np.argsort(node_at, kind="stable").astype(np.int64)
+    tok_start = np.searchsorted(node_at[tok_order], np.arange(nodes + 1, dtype=np.int64)).astype(np.int64)
+    first_count = np.bincount(srt[:, 0] - 1, minlength=256).astype(np.int64)
+    return TokenTrie(byte, parent, level, child_start, node_at, tok_order, tok_start, first_count)
 
 
 def sink_table(trans: NDArray[np.int32]) -> NDArray[Any]:

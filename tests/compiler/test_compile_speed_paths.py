@@ -227,6 +227,25 @@ def test_trie_shares_prefixes_and_keeps_every_token() -> None:
     assert ends == [b"ab", b"abc", b"a", b"b", b"ab"]
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_a_trie_built_at_once_is_the_level_by_level_one(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Few deep tokens are numbered at once (:data:`~maskc.compiler.trie.FEW_DEEP_CELLS`),
+    many level by level: the same trie, array for array, whatever the tokens (byte 0 among
+    them, which a token's end must not be taken for; prefixes of one another; repeats)."""
+    rng = random.Random(300 + seed)
+    alphabet = [0, 1, 2, 255][: rng.randint(1, 4)]
+    tokens = [bytes(rng.choice(alphabet) for _ in range(rng.randint(1, rng.choice([3, 9, 40]))))
+              for _ in range(rng.randint(1, 80))]
+    tokens += rng.sample(tokens, min(3, len(tokens)))  # (repeats)
+    at_once = _trie_of(tokens)
+    monkeypatch.setattr(trie_mod, "FEW_DEEP_CELLS", 0)
+    by_level = _trie_of(tokens)
+    for field in ("byte", "parent", "level", "child_start", "end", "tok_order", "tok_start", "first_count"):
+        a, b = getattr(at_once, field), getattr(by_level, field)
+        assert a.dtype == b.dtype and np.array_equal(a, b), field
+    assert [bytes(_spell(at_once, int(n))) for n in at_once.end] == tokens
+
+
 def _spell(trie, node: int) -> bytes:  # type: ignore[no-untyped-def]
     out = bytearray()
     while node >= 0:
