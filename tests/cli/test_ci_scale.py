@@ -413,7 +413,9 @@ def test_jobs_share_cached_tables_and_rebuild_a_corrupt_one(schemas: Path, tok_a
 def test_an_inputs_tokenizers_compiled_together_give_the_artifacts_of_separate_runs(
         tmp_path: Path, tok_a: str, tok_b: str, jobs: str) -> None:
     """One input's tokenizers share its grammar and pushdown automaton (``data: {}`` makes
-    it recursive): the files are byte for byte those of one run per tokenizer."""
+    it recursive): the files are byte for byte those of one run per tokenizer (no counted
+    repeat here: a counted loop is planned for the longest token of the run, which gives a
+    tokenizer with shorter tokens more copies than its own run, and the same masks)."""
     folder = tmp_path / "mixed"
     folder.mkdir()
     (folder / "tree.json").write_text(json.dumps({"type": "object", "properties": {"name": {"type": "string"},
