@@ -779,8 +779,8 @@ def test_every_matcher_call_agrees_with_the_unrolled_grammar(kind: str, source: 
 
 # The toy's tokens and runs reaching 12 to 24 bytes: loops planned for them keep more copies
 # from a bound than the toy's own 5-byte tokens need.
-LONGER = ["{", "}", "[", "]", ":", ",", '"', "a", "b", "1", "2", "-", " ", '",', '"a"', "ab", "ab" * 6, '"ab","ab",' * 2,
-          "1," * 8, " " * 24, "<eos>"]
+LONGER = ["{", "}", "[", "]", ":", ",", '"', "a", "b", "1", "2", "-", " ", '",', '"a"', "ab", "ab" * 6,
+          '"ab","ab",' * 2, "1," * 8, " " * 24, "<eos>"]
 
 
 @pytest.mark.parametrize("schema", [
