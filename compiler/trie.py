@@ -92,13 +92,19 @@ def build_trie(starts: NDArray[np.int64], lens: NDArray[np.int64], flat: NDArray
         level.append(level[-1] + int(new.sum()))
     byte = np.concatenate(bytes_) if bytes_ else np.zeros(0, dtype=np.uint8)
     parent = np.concatenate(parents) if parents else np.zeros(0, dtype=np.int64)
+    first_count = np.bincount(mat[:, 0], minlength=256).astype(np.int64) if n else np.zeros(256, dtype=np.int64)
+    return _trie(byte, parent, np.asarray(level, dtype=np.int64), node_at, first_count)
+
+
+def _trie(byte: NDArray[np.uint8], parent: NDArray[np.int64], level: NDArray[np.int64], node_at: NDArray[np.int64],
+          first_count: NDArray[np.int64]) -> TokenTrie:
+    """The :class:`TokenTrie` of nodes numbered level by level (``byte``, ``parent``,
+    ``level``) and each token's last node (``node_at``): its children and tokens indexed."""
     nodes = byte.shape[0]
     child_start = np.searchsorted(parent, np.arange(nodes + 1, dtype=np.int64)).astype(np.int64)
-    tok_order = np.argsort(node_at, kind="stable")
+    tok_order = np.argsort(node_at, kind="stable").astype(np.int64)
     tok_start = np.searchsorted(node_at[tok_order], np.arange(nodes + 1, dtype=np.int64)).astype(np.int64)
-    first_count = np.bincount(mat[:, 0], minlength=256).astype(np.int64) if n else np.zeros(256, dtype=np.int64)
-    return TokenTrie(byte, parent, np.asarray(level, dtype=np.int64), child_start, node_at, tok_order.astype(np.int64),
-                     tok_start, first_count)
+    return TokenTrie(byte, parent, level, child_start, node_at, tok_order, tok_start, first_count)
 
 
 def _build_trie_at_once(starts: NDArray[np.int64], lens: NDArray[np.int64], flat: NDArray[np.uint8],
@@ -126,14 +132,9 @@ def _build_trie_at_once(starts: NDArray[np.int64], lens: NDArray[np.int64], flat
     d_new, r_new = np.nonzero(new.T)  # the nodes, level by level, each level in order
     byte = (srt[r_new, d_new] - 1).astype(np.uint8)
     parent = np.where(d_new > 0, at[r_new, np.maximum(d_new - 1, 0)], -1).astype(np.int64)
-    nodes = byte.shape[0]
     node_at = np.empty(n, dtype=np.int64)
     node_at[order] = at[np.arange(n), slen - 1]
-    child_start = np.searchsorted(parent, np.arange(nodes + 1, dtype=np.int64)).astype(np.int64)
-    tok_order = np.argsort(node_at, kind="stable").astype(np.int64)
-    tok_start = np.searchsorted(node_at[tok_order], np.arange(nodes + 1, dtype=np.int64)).astype(np.int64)
-    first_count = np.bincount(srt[:, 0] - 1, minlength=256).astype(np.int64)
-    return TokenTrie(byte, parent, level, child_start, node_at, tok_order, tok_start, first_count)
+    return _trie(byte, parent, level, node_at, np.bincount(srt[:, 0] - 1, minlength=256).astype(np.int64))
 
 
 def sink_table(trans: NDArray[np.int32]) -> NDArray[Any]:
