@@ -162,6 +162,7 @@ def test_a_killed_worker_fails_its_input_alone_and_the_batch_is_kept(tmp_path: P
     fast, slow, out, parent = start_batch(tmp_path, vocab, subprocess.PIPE)
     try:
         wait_for("the fast artifacts", lambda: len(artifacts(out)) >= len(fast))
+        time.sleep(0.5)  # (a worker writes its artifact, then sends its result: the last ones reach the parent)
         for pid in [p for p in children(parent.pid) if is_worker(p)]:
             os.kill(pid, signal.SIGKILL)
         stdout, stderr = parent.communicate(timeout=DEADLINE)
