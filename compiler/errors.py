@@ -182,6 +182,7 @@ class LimitExceeded(MaskcError):
             hint=hint or "simplify the schema (smaller maxLength/maxItems, fewer alternatives) "
             f"or raise {self.raise_with}",
         )
+        self.what = what
         self.limit = limit
         self.got = got
         self.pointer: str | None = pointer or None

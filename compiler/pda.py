@@ -342,8 +342,9 @@ def _canonical_blocks(full: NDArray[np.int32], c: int, block: NDArray[np.int64],
 
 
 def build_pda(rules: ResolvedRules, options: CompileOptions, timings: dict[str, float] | None = None,
-              *, deadline: float | None = None) -> Pda:
-    """Build the minimized pushdown automaton of ``rules``.
+              *, deadline: float | None = None, max_nfa_states: int | None = None) -> Pda:
+    """Build the minimized pushdown automaton of ``rules``. ``max_nfa_states``: the NFA's
+    limit where it is below ``options``' (a first try: see :mod:`maskc.compiler.pipeline`).
 
     Raises:
         EmptyLanguage: the start rule can never finish (or not within ``options.max_depth``).
@@ -353,7 +354,8 @@ def build_pda(rules: ResolvedRules, options: CompileOptions, timings: dict[str, 
     t = timings if timings is not None else {}
     lim = options.limits
     t0 = time.perf_counter()
-    nfa = lower_rules(list(zip(rules.names, rules.bodies)), max_states=lim.max_nfa_states, deadline=deadline)
+    nfa_limit = lim.max_nfa_states if max_nfa_states is None else min(max_nfa_states, lim.max_nfa_states)
+    nfa = lower_rules(list(zip(rules.names, rules.bodies)), max_states=nfa_limit, deadline=deadline)
     t1 = time.perf_counter()
     trans, byte_class, accepting, starts = determinize_rules(nfa, max_states=lim.max_states, deadline=deadline)
     del nfa  # (the largest structure of a large grammar: not held through the refinement)

@@ -37,7 +37,7 @@ from maskc.compiler.ir import Grammar, Node
 from maskc.compiler.maskstore import MaskStore, MaskStoreBuilder
 from maskc.compiler.minimize import minimize
 from maskc.compiler.nfa import HorizonQuestion, ItemReach, item_reach, lower, recording_horizon, same_horizon_answers
-from maskc.compiler.options import CompileOptions
+from maskc.compiler.options import CompileOptions, Limits
 from maskc.compiler.spelling import prove_spellable, prove_start_spellable
 from maskc.compiler.product import operand_state_cap
 from maskc.compiler.vocab import Vocabulary
@@ -103,6 +103,22 @@ _SHARED: ContextVar[list[_Shared] | None] = ContextVar("maskc_shared_automata", 
 # the tokenizers of the current block (:func:`sharing_automata`), where there are several
 _SHORT: ContextVar[tuple[Vocabulary, ...] | None] = ContextVar("maskc_shared_short_tokens", default=None)
 _SHORT_TABLES: dict[tuple[str, ...], SharedShortTokens] = {}  # per set of tokenizers: the last one built
+
+FIRST_FORM_NFA_STATES = 2
+"""NFA states per DFA state allowed (``Limits.max_states``) when a grammar is first lowered
+where its front end has other forms to fall back on (:func:`compile_source`). No first form
+the MaskBench slice compiles lowers to more than 1.3 of them; those over 2 never came within
+the DFA limit there, and lowering millions of NFA states to learn it took seconds. The limit
+only orders the tries: where no other form compiles, the first is lowered again within
+``Limits.max_nfa_states``, so what compiles is what compiled without it."""
+
+_NFA_BUDGET: ContextVar[int | None] = ContextVar("maskc_first_form_nfa_states", default=None)
+
+
+def _nfa_limit(limits: Limits) -> int:
+    """The NFA limit of the lowering now running: ``limits``', or a first try's below it."""
+    budget = _NFA_BUDGET.get()
+    return limits.max_nfa_states if budget is None else min(budget, limits.max_nfa_states)
 
 
 def _shared_short_tokens(vocabs: Sequence[Vocabulary]) -> SharedShortTokens:
@@ -244,7 +260,7 @@ def grammar_dfa(
     if deadline is None:
         deadline = time.monotonic() + lim.max_seconds
     t0 = time.perf_counter()
-    nfa = lower(node, max_states=lim.max_nfa_states, deadline=deadline, horizon=horizon)
+    nfa = lower(node, max_states=_nfa_limit(lim), deadline=deadline, horizon=horizon)
     t1 = time.perf_counter()
     dfa: Dfa | None = None
     uncounted: set[int] = set()
@@ -261,10 +277,10 @@ def grammar_dfa(
             t["counter_conflict"] = t.get("counter_conflict", 0.0) + 1.0
             blamed = {id(nfa.regions[k].node) for k in e.regions}
             if not blamed or blamed <= uncounted or t["counter_conflict"] > MAX_RECOUNTS:
-                nfa = lower(node, max_states=lim.max_nfa_states, deadline=deadline)
+                nfa = lower(node, max_states=_nfa_limit(lim), deadline=deadline)
             else:
                 uncounted |= blamed
-                nfa = lower(node, max_states=lim.max_nfa_states, deadline=deadline, horizon=horizon,
+                nfa = lower(node, max_states=_nfa_limit(lim), deadline=deadline, horizon=horizon,
                             uncounted=frozenset(uncounted))
             t1 = time.perf_counter()
     if dfa is None:
@@ -489,7 +505,7 @@ def compile_grammar(
                 t["shared_automaton"] = 1.0
             else:
                 try:
-                    pda = build_pda(rules, options, t, deadline=deadline)
+                    pda = build_pda(rules, options, t, deadline=deadline, max_nfa_states=_nfa_limit(options.limits))
                 except (MaskcError, MemoryError) as e:
                     failure = _failure(e)
                     if shared is not None:
@@ -583,14 +599,25 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
     grammar, not_enforced, shared = _front_end(key, lambda: fe.to_grammar(source, opts), table,
                                                slot, opts.limits.max_seconds, fresh=True)
     t["frontend_ms"] = (time.perf_counter() - t0) * 1e3
+
+    def with_rules() -> bool:  # (a walk of the whole grammar: only where it decides something)
+        return any(references(body) for _, body in grammar.rules)
+
+    other_forms = fe.shared_grammar is not None or (fe.bounded_grammar is not None and with_rules())
+    budget: int | None = None  # (the first form's NFA limit where other forms may follow)
+    if other_forms and FIRST_FORM_NFA_STATES * opts.limits.max_states < opts.limits.max_nfa_states:
+        budget = FIRST_FORM_NFA_STATES * opts.limits.max_states
+    token = _NFA_BUDGET.set(budget)
     try:
         return compile_grammar(kind, text, grammar, vocab, opts, not_enforced=not_enforced,
                                progress=progress, timings=t, deadline=deadline, shared=shared)
     except StateLimitExceeded as e:
-        with_rules = any(references(body) for _, body in grammar.rules)
-        if fe.shared_grammar is None and (fe.bounded_grammar is None or not with_rules):
+        if not other_forms:
             raise
-        refused = e.with_traceback(None)  # (its frames hold the failed attempt's work)
+        refused: MaskcError = e.with_traceback(None)  # (its frames hold the failed attempt's work)
+        over_budget = e.what == "NFA states" and e.limit == budget
+    finally:
+        _NFA_BUDGET.reset(token)
     t["refused_ms"] = (time.perf_counter() - t0) * 1e3
     why = str(refused).splitlines()[0]  # (its message, not its hint)
     # Over a state limit, two other forms of the grammar are compiled where they differ:
@@ -602,7 +629,10 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
     #    grammar only); where bounding the nesting makes the grammar regular, that grammar
     #    is compiled, its restriction listed.
     # Otherwise the refusal stands. Each form's front end is shared by the input's
-    # tokenizers as its own grammar is (a refusal is not built again).
+    # tokenizers as its own grammar is (a refusal is not built again). A first form refused
+    # over its first NFA limit (FIRST_FORM_NFA_STATES) is lowered again within the whole
+    # limit after the first other form and before the restriction: no restriction stands
+    # where the grammar itself compiles.
     Form = Callable[[CompileOptions], tuple[Grammar, list[dict[str, str]]]]
     # (name, what it is in a refusal's hint, its front end, whether its rules differ, whether
     # only regular rules can: then a form whose rules would not be is not inlined first)
@@ -611,7 +641,9 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
         make_shared = fe.shared_grammar
         forms.append(("shared", "each $ref target used more than once as a called rule",
                       lambda o: make_shared(source, o), lambda rules: bool(rules.sized), False))
-    if fe.bounded_grammar is not None and with_rules:
+    if over_budget:
+        forms.append(("whole", "", lambda o: (grammar, not_enforced), lambda rules: True, False))
+    if fe.bounded_grammar is not None and with_rules():
         make_bounded = fe.bounded_grammar
         bounded = f"free-form values nested at most {ONEOF_ANY_DEPTH} levels deep (a restriction)"
         forms.append(("bounded", bounded, lambda o: make_bounded(source, o, why),
@@ -628,6 +660,8 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
                 other, other_not_enforced, other_shared = _front_end(
                     (f"{kind} {form}", text, opts.canonical_json()), partial(make, form_opts),
                     table, slot, opts.limits.max_seconds)
+                if form == "whole" and other_shared is not None and shared is not None and other_shared.rules is None:
+                    other_shared.rules = shared.rules  # (the first form's grammar: its rules as resolved)
                 rules = other_shared.rules if other_shared is not None else None
                 if rules is None:
                     rules = resolve_rules(other, deadline=deadline, regular_only=regular_only)
@@ -640,7 +674,11 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
                                        not_enforced=other_not_enforced, progress=progress,
                                        timings=t, deadline=deadline, shared=other_shared)
             except MaskcError as e:
-                tried.append(f"{label} ({e.message})")
+                if form == "whole":  # the first form's own refusal, within the whole limit
+                    refused = e.with_traceback(None)
+                    why = str(refused).splitlines()[0]
+                else:
+                    tried.append(f"{label} ({e.message})")
                 continue
         raise _with_tries(refused, tried) from None
     finally:

@@ -214,3 +214,101 @@ def test_without_time_left_no_other_form_is_tried(monkeypatch: pytest.MonkeyPatc
     with pytest.raises(StateLimitExceeded):
         maskc.compile_json_schema(SCHEMA, VOCAB, options=TIGHT)
     assert built == ["json_schema", "json_schema shared"]  # (with time left: tried, refused too)
+
+
+# Nine strings of 3 to 11 characters, unioned: 1,378 NFA states (each bound's copies), 157
+# DFA states once its copies merge; no $ref, so no shared form applies.
+UNION_OF_BOUNDS = {"anyOf": [{"type": "string", "maxLength": k} for k in range(3, 12)]}
+# Four uses of an item holding such a union: each use inlined, the NFA has 1,964 states
+# for a minimal DFA within 800.
+USES = {"$defs": {"item": {"type": "object", "required": ["name", "kind"],
+                           "properties": {"name": {"anyOf": [{"type": "string", "maxLength": k} for k in range(2, 6)]},
+                                          "kind": {"enum": ["alpha", "beta", "gamma"]}, "n": {"type": "integer"}}}},
+        "type": "object", "properties": {k: {"$ref": "#/$defs/item"} for k in "abcd"}, "required": list("abcd")}
+
+
+def _nfa_limits(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The NFA limit of each regular lowering, as the pipeline asks it."""
+    from maskc.compiler import pipeline
+
+    limits: list[int] = []
+    real = pipeline.lower
+
+    def lower(node: Any, **kwargs: Any) -> Any:
+        limits.append(kwargs["max_states"])
+        return real(node, **kwargs)
+
+    monkeypatch.setattr(pipeline, "lower", lower)
+    return limits
+
+
+def _without_first_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    from maskc.compiler import pipeline
+
+    monkeypatch.setattr(pipeline, "FIRST_FORM_NFA_STATES", 10**9)
+
+
+def test_a_first_form_over_its_nfa_limit_compiles_within_the_whole_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lowered within 2 NFA states per DFA state first, refused there, no other form: the
+    first form is lowered again within the whole limit, and compiles as it did without the
+    first limit, byte for byte and without a restriction."""
+    options = CompileOptions(limits=Limits(max_states=300))
+    limits = _nfa_limits(monkeypatch)
+    art = maskc.compile_json_schema(UNION_OF_BOUNDS, VOCAB, options=options)
+    assert 600 in limits and limits[-1] == options.limits.max_nfa_states
+    assert art.pda is None and art.not_enforced == []
+    _without_first_limit(monkeypatch)
+    limits.clear()
+    plain = maskc.compile_json_schema(UNION_OF_BOUNDS, VOCAB, options=options)
+    assert set(limits) == {options.limits.max_nfa_states}
+    assert art.metadata["content_sha256"] == plain.metadata["content_sha256"]
+
+
+def test_a_refusal_over_the_first_nfa_limit_is_never_what_a_user_sees(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the first form is over the DFA limit too, the refusal is the whole limit's, as
+    without the first limit: the first limit is the pipeline's own, not a user's."""
+    options = CompileOptions(limits=Limits(max_states=250))
+    with pytest.raises(StateLimitExceeded) as first:
+        maskc.compile_json_schema(UNION_OF_BOUNDS, VOCAB, options=options)
+    _without_first_limit(monkeypatch)
+    with pytest.raises(StateLimitExceeded) as plain:
+        maskc.compile_json_schema(UNION_OF_BOUNDS, VOCAB, options=options)
+    assert str(first.value) == str(plain.value) and first.value.limit == 250
+    assert "500" not in str(first.value)
+
+
+def test_over_the_first_nfa_limit_the_shared_form_compiles_the_same_language(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The inlined form is over its first NFA limit and the shared form applies: the shared
+    form (pushdown) is compiled, where the inlined one (regular) would have been without
+    the first limit. The same language, no restriction either way."""
+    options = CompileOptions(limits=Limits(max_states=800))
+    shared = maskc.compile_json_schema(USES, VOCAB, options=options)
+    _without_first_limit(monkeypatch)
+    inlined = maskc.compile_json_schema(USES, VOCAB, options=options)
+    assert shared.pda is not None and inlined.pda is None
+    assert shared.not_enforced == inlined.not_enforced == []
+    validator = jsonschema.Draft202012Validator(USES)
+    rng = random.Random(7)
+    seen = {True: 0, False: 0}
+    for _ in range(300):
+        value: dict[str, Any] = {}
+        for k in "abcd":
+            item: dict[str, Any] = {"name": "x" * rng.randrange(6), "kind": rng.choice(["alpha", "beta", "gamma"])}
+            if rng.random() < .3:
+                item["n"] = rng.randrange(-50, 50)
+            value[k] = item
+        if rng.random() < .5:  # one fault: a long name, an unknown kind, a missing member or item
+            item = value[rng.choice("abcd")]
+            match rng.randrange(4):
+                case 0:
+                    item["name"] = "x" * rng.randrange(6, 9)
+                case 1:
+                    item["kind"] = "delta"
+                case 2:
+                    del item["kind"]
+                case _:
+                    del value[rng.choice("abcd")]
+        ok = validator.is_valid(value)
+        seen[ok] += 1
+        assert _accepts(shared, value) == _accepts(inlined, value) == ok, value
+    assert min(seen.values()) > 30
