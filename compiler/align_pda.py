@@ -328,6 +328,7 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
     seeds = np.asarray([seed(q) for q in range(pda.num_states)], dtype=np.int64)
     rows = array("i")  # the rows of the subsets' transitions, concatenated (4 bytes a cell)
     group_memo: dict[tuple[frozenset[int], bool], list[tuple[dict[int, int], list[int]]]] = {}
+    one_memo: dict[int, list[tuple[int, list[int]]]] = {}  # 2 * state + loose -> (target, classes)
     # plain state -> the id of its subset: its own seed
     alone: list[int] = np.where(plain, seeds, -1).tolist() if pda.num_states else []
     # The rows of the plain states' seeds, in array steps (written after the loop): a class
@@ -371,9 +372,11 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
         here[0] = depth[i] + 1
         if len(group_memo) >= GROUP_MEMO_LIMIT:
             group_memo.clear()
-        if not outer and not esc and len(inner) == 1:
+        if len(one_memo) >= GROUP_MEMO_LIMIT:
+            one_memo.clear()
+        if not outer and len(inner) == 1:
             ((rs0, q0),) = inner
-            if not rs0:
+            if not rs0 and not esc:
                 # its live classes grouped by target, in order of each group's first class (as
                 # :func:`_class_groups`; a subset of one configuration is met once: not kept)
                 to = trans[q0]
@@ -389,6 +392,26 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
                 rows.extend(row)
                 i += 1
                 continue
+            # One configuration inside a call, or loose: its classes grouped by target as
+            # :func:`_class_groups` groups them (-1, no target, is taken by a loose walk only),
+            # kept per state, and each target's subset found without building a column.
+            okey = 2 * q0 + esc
+            targets = one_memo.get(okey)
+            if targets is None:
+                to = trans[q0]
+                by_to: dict[int, list[int]] = {}
+                for cl in (range(nclasses) if esc else live_classes[q0]):
+                    by_to.setdefault(to[cl], []).append(cl)
+                targets = list(by_to.items())
+                one_memo[okey] = targets
+            for t, members in targets:
+                j = successor(frozenset([(rs0, t)]) if t >= 0 else no_configs, no_configs, esc)
+                if j >= 0:
+                    for cl in members:
+                        row[cl] = j
+            rows.extend(row)
+            i += 1
+            continue
         # Classes that move every configuration alike share one closure: group them by
         # their column of successors (groups in order of their first class, so states are
         # interned in class order). A configuration moves by its state alone, so the groups
