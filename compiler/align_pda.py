@@ -396,15 +396,15 @@ def _local_automata(pda: Pda, k: int, deadline: float | None, limit: int = MAX_L
             # :func:`_class_groups` groups them (-1, no target, is taken by a loose walk only),
             # kept per state, and each target's subset found without building a column.
             okey = 2 * q0 + esc
-            targets = one_memo.get(okey)
-            if targets is None:
+            by_state = one_memo.get(okey)
+            if by_state is None:
                 to = trans[q0]
                 by_to: dict[int, list[int]] = {}
                 for cl in (range(nclasses) if esc else live_classes[q0]):
                     by_to.setdefault(to[cl], []).append(cl)
-                targets = list(by_to.items())
-                one_memo[okey] = targets
-            for t, members in targets:
+                by_state = list(by_to.items())
+                one_memo[okey] = by_state
+            for t, members in by_state:
                 j = successor(frozenset([(rs0, t)]) if t >= 0 else no_configs, no_configs, esc)
                 if j >= 0:
                     for cl in members:
