@@ -344,7 +344,7 @@ def _canonical_blocks(full: NDArray[np.int32], c: int, block: NDArray[np.int64],
 def build_pda(rules: ResolvedRules, options: CompileOptions, timings: dict[str, float] | None = None,
               *, deadline: float | None = None, max_nfa_states: int | None = None) -> Pda:
     """Build the minimized pushdown automaton of ``rules``. ``max_nfa_states``: the NFA's
-    limit where it is below ``options``' (a first try: see :mod:`maskc.compiler.pipeline`).
+    limit where it is not ``options``' (a first try: see :mod:`maskc.compiler.pipeline`).
 
     Raises:
         EmptyLanguage: the start rule can never finish (or not within ``options.max_depth``).
@@ -354,7 +354,7 @@ def build_pda(rules: ResolvedRules, options: CompileOptions, timings: dict[str, 
     t = timings if timings is not None else {}
     lim = options.limits
     t0 = time.perf_counter()
-    nfa_limit = lim.max_nfa_states if max_nfa_states is None else min(max_nfa_states, lim.max_nfa_states)
+    nfa_limit = lim.max_nfa_states if max_nfa_states is None else max_nfa_states
     nfa = lower_rules(list(zip(rules.names, rules.bodies)), max_states=nfa_limit, deadline=deadline)
     t1 = time.perf_counter()
     trans, byte_class, accepting, starts = determinize_rules(nfa, max_states=lim.max_states, deadline=deadline)
