@@ -235,15 +235,26 @@ class ContentHasher:
             self._digests[i] = h.digest()
 
 
+_KEY_BYTES: dict[str, bytes] = {}
+"""A metadata key's length prefix and bytes in the content stream (a format has a few keys)."""
+
+
 def _content_stream(tensors: Mapping[str, NDArray[np.generic]], metadata: Mapping[str, str]) -> list[memoryview]:
     """The content stream as byte buffers, in order: small pieces joined, a large tensor's
     bytes in place (no copy)."""
-    keys = sorted(k for k in metadata if k != "content_sha256")
+    keys = sorted(metadata)
+    if "content_sha256" in metadata:
+        keys.remove("content_sha256")
     small: list[bytes | memoryview] = [b"maskc-artifact-content\0", len(keys).to_bytes(8, "little")]
     for key in keys:
-        k = key.encode()
+        k = _KEY_BYTES.get(key)
+        if k is None:
+            k = key.encode()
+            k = len(k).to_bytes(8, "little") + k
+            if len(_KEY_BYTES) < 256:
+                _KEY_BYTES[key] = k
         v = metadata[key].encode("utf-8", "surrogatepass")
-        small += (len(k).to_bytes(8, "little"), k, len(v).to_bytes(8, "little"), v)
+        small += (k, len(v).to_bytes(8, "little"), v)
     out: list[memoryview] = []
     for name in sorted(tensors):
         arr = tensors[name]
@@ -253,7 +264,10 @@ def _content_stream(tensors: Mapping[str, NDArray[np.generic]], metadata: Mappin
             small.append(f"{name}|{arr.dtype.str}|{arr.shape}|".encode())
             small.append(arr.reshape(-1).view(np.uint8).tobytes())
             continue
-        small.append(f"{name}|{code}|{arr.shape}|".encode())
+        shape = arr.shape
+        # (a shape's text as Python writes the tuple: "(5,)" for one dimension)
+        small.append(f"{name}|{code}|({shape[0]},)|".encode() if len(shape) == 1 else
+                     f"{name}|{code}|{shape}|".encode())
         if arr.nbytes <= _HASH_COPY_LIMIT:
             small.append(arr.data)  # copied by the join, from its buffer
         else:
@@ -357,9 +371,13 @@ def encode_trans(trans: NDArray[np.int32]) -> dict[str, NDArray[np.generic]]:
     }
 
 
-def sparse_trans(tensors: Mapping[str, NDArray[np.generic]], where: str) -> SparseTable:
+def sparse_trans(tensors: Mapping[str, NDArray[np.generic]], where: str, bounds: _Bounds | None = None) -> SparseTable:
     """The transition table of :func:`encode_trans` as it is stored, every index validated
-    (every target in ``[-1, states)``, every class below the class count)."""
+    (every target in ``[-1, states)``, every class below the class count).
+
+    With ``bounds``, only the shapes are checked here and the ranges go to ``bounds``: the
+    table is valid once ``bounds.bad()`` has found nothing (:func:`check_tables`, which
+    checks every table's ranges in one pass)."""
     shape = tensors["dfa.shape"]
     if shape.shape != (2,):
         raise ArtifactCorrupt(f"{where}: bad dfa.shape")
@@ -374,44 +392,51 @@ def sparse_trans(tensors: Mapping[str, NDArray[np.generic]], where: str) -> Spar
     )
     if not ok:
         raise ArtifactCorrupt(f"{where}: inconsistent transition table")
-    if bool((offsets[1:] < offsets[:-1]).any()):
-        raise ArtifactCorrupt(f"{where}: inconsistent transition table")
-    if (int(default.min()) < -1 or int(default.max()) >= n) or (
-        tgt.size and (int(tgt.min()) < -1 or int(tgt.max()) >= n or int(cls.max()) >= c)
-    ):
-        raise ArtifactCorrupt(f"{where}: transition target out of range")
+    checks = _Bounds() if bounds is None else bounds
+    checks.add(offsets[1:] - offsets[:-1], 0, math.inf, "transition offset")  # (from 0 to the exceptions' count)
+    checks.add(default, -1, n, "transition target")
+    checks.add(tgt, -1, n, "transition target")
+    checks.add(cls, 0, c, "transition class")
+    if bounds is None:
+        bad = checks.bad()
+        if bad is not None:
+            raise ArtifactCorrupt(f"{where}: a {bad} out of range")
     return SparseTable(c, default, offsets, cls, tgt)
 
 
 class _Bounds:
     """Range checks of several tables, made in one pass: every value of an array added must
-    lie in ``[lo, hi)`` (``hi`` None: no upper bound). A load checks a dozen small tables, and
+    lie in ``[lo, hi)`` (``hi`` infinite: no upper bound). A load checks a dozen small tables, and
     a reduction of a small array costs its call: one pass over all of them costs about what
     two reductions cost."""
 
-    __slots__ = ("arrays", "lo", "hi")
+    __slots__ = ("entries", "size")
 
     def __init__(self) -> None:
-        self.arrays: list[NDArray[Any]] = []
-        self.lo: list[int] = []
-        self.hi: list[float] = []
+        self.entries: list[tuple[NDArray[Any], int, float, str, int]] = []  # (array, lo, hi, name, start)
+        self.size = 0  # where the next array begins in the concatenation of those added
 
-    def add(self, arr: NDArray[Any], lo: int, hi: int | None = None) -> None:
-        """Require every value of the 1-d integer array ``arr`` to lie in ``[lo, hi)``."""
-        if arr.shape[0]:
-            self.arrays.append(arr)
-            self.lo.append(lo)
-            self.hi.append(math.inf if hi is None else hi)
+    def add(self, arr: NDArray[Any], lo: int, hi: float = math.inf, name: str = "a table's value") -> None:
+        """Require every value of the 1-d integer array ``arr`` (``name``, for the error) to
+        lie in ``[lo, hi)``."""
+        n = arr.shape[0]
+        if n:
+            self.entries.append((arr, lo, hi, name, self.size))
+            self.size += n
 
-    def bad(self) -> bool:
-        """Whether some array holds a value outside its range."""
-        if not self.arrays:
-            return False
-        values = np.concatenate(self.arrays, dtype=np.int64)
-        starts = np.cumsum([0] + [a.shape[0] for a in self.arrays[:-1]])
+    def bad(self) -> str | None:
+        """The name of the first array that holds a value outside its range, or None."""
+        entries = self.entries
+        if not entries:
+            return None
+        values = np.concatenate([e[0] for e in entries], dtype=np.int64)
+        starts = np.array([e[4] for e in entries], dtype=np.intp)
         lows = np.minimum.reduceat(values, starts).tolist()
         highs = np.maximum.reduceat(values, starts).tolist()
-        return any(low < lo or high >= hi for low, high, lo, hi in zip(lows, highs, self.lo, self.hi))
+        for low, high, (_, lo, hi, name, _) in zip(lows, highs, entries):
+            if low < lo or high >= hi:
+                return name
+        return None
 
 
 def check_tables(tensors: Mapping[str, NDArray[np.generic]], vocab_size: int, where: str,
@@ -426,7 +451,8 @@ def check_tables(tensors: Mapping[str, NDArray[np.generic]], vocab_size: int, wh
             raise ArtifactCorrupt(f"{where} lacks tensor {name!r}")
         if arr.dtype != dtype or arr.ndim != ndim:
             raise ArtifactCorrupt(f"{where}: tensor {name!r} has {arr.dtype}[{arr.ndim}d], expected {dtype}[{ndim}d]")
-    trans = sparse_trans(tensors, where)  # its targets lie in [-1, n): the table needs no check of its own
+    bounds = _Bounds()
+    trans = sparse_trans(tensors, where, bounds)  # its ranges checked with the others' below
     n, c = trans.num_states, trans.num_classes
     byte_class, state = tensors["dfa.byte_class"], tensors["mask.state"]
     kinds: NDArray[Any] = tensors["mask.kind"]
@@ -444,28 +470,39 @@ def check_tables(tensors: Mapping[str, NDArray[np.generic]], vocab_size: int, wh
         or int(offsets[0]) != 0
         or int(offsets[-1]) != data.shape[0]
     )
+    out_of_range: str | None = None
     if not bad:
         # the shapes hold: every range at once (nothing before this indexes by a value)
         lens = offsets[1:] - offsets[:-1]
         dense = kinds == 2
         delta = kinds == 3
         words = bitmask_words(vocab_size)
-        bounds = _Bounds()
-        bounds.add(byte_class, 0, c)
-        bounds.add(state, 0, m)
-        bounds.add(kinds, 0, 4)
-        bounds.add(lens, 0)  # (from offsets[0] = 0 to the data's size: every offset indexes the data)
-        bounds.add(lens[dense], words, words + 1)
-        bounds.add(lens[delta], 1)
+        bounds.add(byte_class, 0, c, "byte class")
+        bounds.add(state, 0, m, "mask id")
+        bounds.add(kinds, 0, 4, "mask kind")
+        bounds.add(lens, 0, math.inf, "mask offset")  # (offsets[0] = 0 to the data's size: each indexes the data)
+        # without dense masks (bit words), every entry is a token id or a delta's base mask id
+        # (< m <= vocab_size; that it precedes its mask is checked below): all checked at once
+        ids_checked = m <= vocab_size and not dense.any()
+        if ids_checked:
+            bounds.add(data, 0, vocab_size, "token id")
+        else:
+            bounds.add(lens[dense], words, words + 1, "dense mask length")
+        bounds.add(lens[delta], 1, math.inf, "delta mask length")
         bad = (_pda_bounds(tensors, n, m, bounds) or _count_bounds(tensors, n, counted, nested, bounds)
-               or _context_bounds(tensors, n, m, bounds) or bounds.bad())
-    if not bad:
+               or _context_bounds(tensors, n, m, bounds))
+        if not bad:
+            out_of_range = bounds.bad()
+    if not bad and out_of_range is None:
         has_delta = bool(delta.any())
         if has_delta:
             bases = data[offsets[:-1][delta]]
             bad = int(bases.min()) < 0 or bool((bases >= np.flatnonzero(delta)).any())
-        bad = (bad or _bad_token_ids(data, offsets, lens, dense, delta if has_delta else None, vocab_size)
+        bad = (bad or (not ids_checked and _bad_token_ids(data, offsets, lens, dense, delta if has_delta else None,
+                                                          vocab_size))
                or _bad_calls(tensors))
+    if out_of_range is not None:
+        raise ArtifactCorrupt(f"{where}: inconsistent tables: a {out_of_range} out of range (vocab_size {vocab_size})")
     if bad:
         raise ArtifactCorrupt(f"{where}: inconsistent tables (vocab_size {vocab_size})")
     return trans
@@ -524,9 +561,9 @@ def _count_bounds(tensors: Mapping[str, NDArray[np.generic]], n: int, counted: b
     loops = span.shape[0]
     if region.shape != (n,) or exit_.shape != (n,) or loops == 0 or bool(((exit_ >= 0) & (region < 0)).any()):
         return True
-    bounds.add(region, -1, loops)
-    bounds.add(exit_, -1, n)
-    bounds.add(span, 1)
+    bounds.add(region, -1, loops, "counted loop id")
+    bounds.add(exit_, -1, n, "counted loop exit")
+    bounds.add(span, 1, math.inf, "counted loop span")
     if parent is not None:  # a loop's parent numbered before it: the nesting has no cycle
         return (parent.dtype != np.int32 or parent.shape != (loops,) or int(parent.min()) < -1
                 or bool((parent >= np.arange(loops)).any()))
@@ -547,13 +584,13 @@ def _pda_bounds(tensors: Mapping[str, NDArray[np.generic]], n: int, m: int, boun
     if (off.shape != (n + 1,) or int(off[0]) != 0 or int(off[-1]) != rule.shape[0] or ret.shape != rule.shape
             or need.shape != (n,) or unc.shape != (n,) or flat.shape != (n,) or r == 0 or int(start[0]) != 0):
         return True
-    bounds.add(off[1:] - off[:-1], 0)
-    bounds.add(rule, 0, r)
-    bounds.add(ret, 0, n)
-    bounds.add(start, -1, n)
-    bounds.add(need, 0)
-    bounds.add(unc, 0, m)
-    bounds.add(flat, 0, m)
+    bounds.add(off[1:] - off[:-1], 0, math.inf, "call offset")
+    bounds.add(rule, 0, r, "called rule")
+    bounds.add(ret, 0, n, "return state")
+    bounds.add(start, -1, n, "rule start state")
+    bounds.add(need, 0, math.inf, "stack need")
+    bounds.add(unc, 0, m, "mask id")
+    bounds.add(flat, 0, m, "mask id")
     return False
 
 
@@ -577,12 +614,12 @@ def _context_bounds(tensors: Mapping[str, NDArray[np.generic]], n: int, m: int, 
     if any(tensors[k].shape != (p,) for k in CTX_TENSORS):
         return True
     if p:
-        bounds.add(state, 0, n)
-        bounds.add(state[1:] - state[:-1], 0)  # sorted (no wrap-around where both lie in [0, n))
-        bounds.add(tensors["ctx.below"], -2, n)
-        bounds.add(tensors["ctx.below2"], -2, n)
-        bounds.add(tensors["ctx.mask"], 0, m)
-        bounds.add(tensors["ctx.end"], 0, 2)
+        bounds.add(state, 0, n, "context state")
+        bounds.add(state[1:] - state[:-1], 0, math.inf, "context state order")  # sorted (no wrap-around in [0, n))
+        bounds.add(tensors["ctx.below"], -2, n, "context stack state")
+        bounds.add(tensors["ctx.below2"], -2, n, "context stack state")
+        bounds.add(tensors["ctx.mask"], 0, m, "mask id")
+        bounds.add(tensors["ctx.end"], 0, 2, "context end flag")
         lo: NDArray[Any] = tensors["ctx.lo"]
-        bounds.add(np.asarray(tensors["ctx.hi"], dtype=np.int32) - lo, 1)  # lo < hi
+        bounds.add(np.asarray(tensors["ctx.hi"], dtype=np.int32) - lo, 1, math.inf, "context range")  # lo < hi
     return False

@@ -210,6 +210,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
 
 _NP_DTYPES: dict[str, np.dtype[np.generic]] = {code: dtype for dtype, code in _DTYPES.items()}
 _LE_DTYPES: dict[str, np.dtype[np.generic]] = {code: dtype.newbyteorder("<") for code, dtype in _NP_DTYPES.items()}
+_U8 = _LE_DTYPES["U8"]
 
 
 def read_artifact_file(path: str | os.PathLike[str]) -> tuple[dict[str, NDArray[np.generic]], dict[str, str]]:
@@ -321,29 +322,37 @@ def parse_artifact_bytes(raw: bytes | mmap.mmap, where: str) -> tuple[dict[str, 
         entries = [(v["data_offsets"][0], v["data_offsets"][1], k, v["dtype"], v["shape"]) for k, v in header.items()]
     except (ValueError, KeyError, TypeError, AttributeError, IndexError) as e:
         raise ArtifactCorrupt(f"{where} has a malformed header") from e
-    if not all(type(e[0]) is int and type(e[1]) is int for e in entries):
-        raise ArtifactCorrupt(f"{where} has a malformed header: tensor byte ranges must be integers")
-    end = max((e[1] for e in entries), default=0)
+    end = 0
+    for entry in entries:
+        begin, stop = entry[0], entry[1]
+        if type(begin) is not int or type(stop) is not int:
+            raise ArtifactCorrupt(f"{where} has a malformed header: tensor byte ranges must be integers")
+        if stop > end:
+            end = stop
     if 8 + hlen + end != n:
         raise ArtifactCorrupt(f"{where} is truncated or has trailing bytes: expected {8 + hlen + end} bytes, found {n}")
-    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+    if type(metadata) is not dict or not all(type(v) is str for v in metadata.values()):
         raise ArtifactCorrupt(f"{where} has malformed metadata")
     base = 8 + hlen
     tensors: dict[str, NDArray[np.generic]] = {}
     at = 0
     entries.sort(key=_range_key)
+    dtypes = _LE_DTYPES
+    area = np.frombuffer(raw, dtype=np.uint8, offset=base)  # the data area: each tensor a slice of it, viewed
     for begin, stop, name, code, shape in entries:
-        dtype = _LE_DTYPES.get(code) if type(code) is str else None
+        dtype = dtypes.get(code) if type(code) is str else None
         if type(shape) is list and len(shape) == 1:  # the common case, checked without a generator
             count = shape[0]
             ok = type(count) is int and count >= 0
         else:
-            ok = isinstance(shape, list) and all(type(d) is int and d >= 0 for d in shape)
+            ok = type(shape) is list and all(type(d) is int and d >= 0 for d in shape)
             count = math.prod(shape) if ok else 0  # exact: no int64 wrap-around to slip past the size check
         if not ok or dtype is None or begin != at or stop < begin or count * dtype.itemsize != stop - begin:
             raise ArtifactCorrupt(f"{where} is not a readable safetensors file: tensor {name!r} has a bad dtype, "
                                   "shape or byte range")
-        arr = np.frombuffer(raw, dtype=dtype, count=count, offset=base + begin)
+        arr = area[begin:stop]
+        if dtype is not _U8:
+            arr = arr.view(dtype)
         if len(shape) != 1:
             try:
                 arr = arr.reshape(shape)

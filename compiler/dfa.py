@@ -45,17 +45,20 @@ class SparseTable:
         self.num_states = int(default.shape[0])
         self.num_classes = int(num_classes)
         self.default, self.offsets, self.exc_class, self.exc_target = default, offsets, exc_class, exc_target
-        # native-order memoryviews (no copy on a little-endian machine): indexing and slicing
-        # one costs a third of a numpy array's
-        self._views = tuple(np.ascontiguousarray(a, dtype=dt).data for a, dt in (
-            (default, "=i4"), (offsets, "=i8"), (exc_class, np.uint8), (exc_target, "=i4")))
+        self._views: tuple[memoryview, ...] | None = None  # made by the first row read (a decode needs none)
 
     def __reduce__(self) -> tuple[type[SparseTable], tuple[int, NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any]]]:
         return SparseTable, (self.num_classes, self.default, self.offsets, self.exc_class, self.exc_target)
 
     def row(self, q: int) -> list[int]:
         """Row ``q`` (``0 <= q < num_states``) as Python ints."""
-        default, offsets, exc_class, exc_target = self._views
+        views = self._views
+        if views is None:
+            # native-order memoryviews (no copy on a little-endian machine): indexing and
+            # slicing one costs a third of a numpy array's
+            views = self._views = tuple(np.ascontiguousarray(a, dtype=dt).data for a, dt in (
+                (self.default, "=i4"), (self.offsets, "=i8"), (self.exc_class, np.uint8), (self.exc_target, "=i4")))
+        default, offsets, exc_class, exc_target = views
         r = [default[q]] * self.num_classes
         a, b = offsets[q], offsets[q + 1]
         for k, t in zip(exc_class[a:b], exc_target[a:b]):
@@ -115,7 +118,8 @@ class Dfa:
                  sparse: SparseTable | None = None) -> None:
         """``trans``: ``[states, classes]`` int32, ``-1`` = reject; or None with ``sparse``
         (the table's rows as default + exceptions, targets already checked).
-        ``targets_checked``: the caller proved every target in ``[-1, states)`` (a load)."""
+        ``targets_checked``: the caller proved every target in ``[-1, states)`` and every
+        byte class below the class count (a load)."""
         if trans is not None:
             if trans.ndim != 2 or trans.dtype != np.int32:
                 raise ValueError(f"trans must be int32 [states, classes], got {trans.dtype} {trans.shape}")
@@ -132,7 +136,7 @@ class Dfa:
             raise ValueError("a DFA needs at least its start state")
         if trans is not None and not targets_checked and trans.size and (trans.min() < DEAD or trans.max() >= n):
             raise ValueError("transition target out of range")
-        if int(byte_class.max()) >= c:
+        if not targets_checked and int(byte_class.max()) >= c:
             raise ValueError("byte class out of range")
         if counters is not None and counters.region.shape[0] != n:
             raise ValueError("counters need one entry per state")
