@@ -172,19 +172,22 @@ def tables(kinds: list[int], rows: list[list[int]]) -> dict[str, NDArray[np.gene
     }
 
 
+@pytest.mark.parametrize("with_dense", [True, False])  # without dense masks, every entry is checked in one pass
 @pytest.mark.parametrize("vocab_size", [3, 64, 1000])  # fewer tokens than masks, and more
-def test_token_ids_are_checked_in_every_sparse_and_delta_mask(vocab_size: int) -> None:
+def test_token_ids_are_checked_in_every_sparse_and_delta_mask(vocab_size: int, with_dense: bool) -> None:
     words = bitmask_words(vocab_size)
     dense = [-1] * words  # bit words: any value
-    kinds = [KIND_ALLOW, KIND_REJECT, KIND_ALLOW, KIND_DENSE, KIND_DELTA, KIND_DELTA]
-    rows = [[0, 2], [], [1], dense, [3, 0], [4, 1, 2]]  # the delta rows start with a base mask id
+    kinds = [KIND_ALLOW, KIND_REJECT, KIND_ALLOW, KIND_DENSE if with_dense else KIND_ALLOW, KIND_DELTA, KIND_DELTA]
+    rows = [[0, 2], [], [1], dense if with_dense else [2], [3, 0], [4, 1, 2]]  # a delta row starts with its base
     fmt.check_tables(tables(kinds, rows), vocab_size, "x")
-    for mask, at in [(0, 1), (2, 0), (4, 1), (5, 2)]:
+    for mask, at in [(0, 1), (2, 0), (4, 1), (5, 2)] + ([] if with_dense else [(3, 0)]):
         for bad in (-1, vocab_size, (1 << 31) - 1):
             edited = [list(r) for r in rows]
             edited[mask][at] = bad
-            with pytest.raises(ArtifactCorrupt):
+            with pytest.raises(ArtifactCorrupt) as e:
                 fmt.check_tables(tables(kinds, edited), vocab_size, "x")
+            if not with_dense and vocab_size >= len(kinds):
+                assert "a token id out of range" in str(e.value)
     for base in (-1, 4, 5):  # a delta's base must be an earlier mask
         edited = [list(r) for r in rows]
         edited[4][0] = base
