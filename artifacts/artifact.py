@@ -171,6 +171,7 @@ def _typed_tables(tensors: dict[str, NDArray[Any]], metadata: dict[str, str], wh
         np.asarray(tensors["mask.kind"], dtype=np.uint8),
         np.asarray(tensors["mask.offsets"], dtype=np.int64),
         np.asarray(tensors["mask.data"], dtype=np.int32),
+        checked=True,
     )
     pda: Pda | None = None
     uncertain: NDArray[np.int32] | None = None
@@ -189,6 +190,7 @@ def _typed_tables(tensors: dict[str, NDArray[Any]], metadata: dict[str, str], wh
                 np.asarray(tensors["pda.rule_start"], dtype=np.int32),
                 np.asarray(tensors["pda.need"], dtype=np.int32),
                 info.rule_names,
+                checked=True,
             )
         except (ValueError, TypeError) as e:
             raise ArtifactCorrupt(f"{where} has malformed pushdown tables") from e

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -56,6 +56,8 @@ class Pda:
     rule_start: NDArray[np.int32]
     need: NDArray[np.int32]
     rule_names: tuple[str, ...]
+    checked: bool = field(default=False, repr=False, compare=False)
+    """The caller proved every call's rule and return state in range (an artifact's load)."""
 
     def __post_init__(self) -> None:
         n = self.dfa.num_states
@@ -66,10 +68,11 @@ class Pda:
             raise ValueError("call_return and need have the wrong shape")
         if len(self.rule_names) != r:
             raise ValueError("one name per rule")
-        if self.call_rule.size and (int(self.call_rule.min()) < 0 or int(self.call_rule.max()) >= r):
-            raise ValueError("call to an unknown rule")
-        if self.call_return.size and (int(self.call_return.min()) < 0 or int(self.call_return.max()) >= n):
-            raise ValueError("call return state out of range")
+        if not self.checked:
+            if self.call_rule.size and (int(self.call_rule.min()) < 0 or int(self.call_rule.max()) >= r):
+                raise ValueError("call to an unknown rule")
+            if self.call_return.size and (int(self.call_return.min()) < 0 or int(self.call_return.max()) >= n):
+                raise ValueError("call return state out of range")
         for arr in (self.call_offsets, self.call_rule, self.call_return, self.rule_start, self.need):
             arr.setflags(write=False)
 
