@@ -674,6 +674,8 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
                                        not_enforced=other_not_enforced, progress=progress,
                                        timings=t, deadline=deadline, shared=other_shared)
             except MaskcError as e:
+                if isinstance(e, TimeLimitExceeded):  # (raised against the form's time left, or a check's 0)
+                    e = TimeLimitExceeded("compile time (s)", limit=opts.limits.max_seconds, hint=e.hint)
                 if form == "whole":  # the first form's own refusal, within the whole limit
                     refused = e.with_traceback(None)
                     why = str(refused).splitlines()[0]

@@ -13,7 +13,7 @@ import pytest
 
 import maskc
 from maskc.artifacts.artifact import Artifact
-from maskc.compiler.errors import StateLimitExceeded
+from maskc.compiler.errors import StateLimitExceeded, TimeLimitExceeded
 from maskc.compiler.frontends.json_schema import schema_to_ir
 from maskc.compiler.frontends.json_schema.refs import SHARED_REFS_INLINE_MAX_NODES
 from maskc.compiler.options import CompileOptions, Limits
@@ -214,6 +214,35 @@ def test_without_time_left_no_other_form_is_tried(monkeypatch: pytest.MonkeyPatc
     with pytest.raises(StateLimitExceeded):
         maskc.compile_json_schema(SCHEMA, VOCAB, options=TIGHT)
     assert built == ["json_schema", "json_schema shared"]  # (with time left: tried, refused too)
+
+
+def test_a_form_out_of_time_names_the_compiles_own_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A time-out in another form (raised against that form's time left, or by a deadline
+    check, which knows no limit) is reported against the compile's own ``max_seconds``: in
+    the hint where the shared form timed out, and as the error where the first form, lowered
+    again within the whole NFA limit, timed out too."""
+    from maskc.compiler import pipeline
+
+    real = pipeline.resolve_rules
+    calls = [0]
+
+    def out_of_time(*args: Any, **kwargs: Any) -> Any:  # (the first form's own rules resolve)
+        calls[0] += 1
+        if calls[0] == 1:
+            return real(*args, **kwargs)
+        raise TimeLimitExceeded("compile time (s)", limit=0)
+
+    monkeypatch.setattr(pipeline, "resolve_rules", out_of_time)
+    for schema, max_states in ((SCHEMA, 800), (UNION_OF_BOUNDS, 300)):  # (both over the first NFA limit)
+        calls[0] = 0
+        options = CompileOptions(limits=Limits(max_states=max_states, max_seconds=45))
+        with pytest.raises(TimeLimitExceeded) as timed_out:
+            maskc.compile_json_schema(schema, VOCAB, options=options)
+        assert timed_out.value.limit == 45 and str(timed_out.value).startswith("compile time (s) exceeds the limit of 45")
+        assert "limit of 0" not in str(timed_out.value)
+        tried = str(timed_out.value.hint).split("Also tried:")[1]
+        assert tried.strip() == "each $ref target used more than once as a called rule (compile time (s) exceeds " \
+                                "the limit of 45)"
 
 
 # Nine strings of 3 to 11 characters, unioned: 1,378 NFA states (each bound's copies), 157
