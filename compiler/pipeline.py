@@ -472,18 +472,21 @@ def compile_grammar(
     timings: dict[str, float] | None = None,
     deadline: float | None = None,
     shared: _Shared | None = None,
+    rules: ResolvedRules | None = None,
 ) -> CompiledGrammar:
     """Compile a grammar with rules: regular grammars take :func:`compile_ir`'s path.
     ``deadline`` as in :func:`compile_ir`: one for every stage. ``shared`` (from
     :func:`compile_source` within :func:`sharing_automata`): the rules and pushdown automaton
-    are taken from it where it holds them, and left there where it does not. Operand DFAs
-    keep to the DFA limit (:func:`~maskc.compiler.product.operand_state_cap`)."""
+    are taken from it where it holds them, and left there where it does not. ``rules``: the
+    grammar's rules, where the caller resolved them already. Operand DFAs keep to the DFA
+    limit (:func:`~maskc.compiler.product.operand_state_cap`)."""
     with operand_state_cap(options.limits.max_states):
         t = timings if timings is not None else {}
         if deadline is None:
             deadline = time.monotonic() + options.limits.max_seconds
         t0 = time.perf_counter()
-        rules = shared.rules if shared is not None else None
+        if shared is not None and shared.rules is not None:
+            rules = shared.rules
         if rules is None:
             try:
                 rules = resolve_rules(grammar, deadline=deadline)
@@ -604,6 +607,9 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
         return any(references(body) for _, body in grammar.rules)
 
     other_forms = fe.shared_grammar is not None or (fe.bounded_grammar is not None and with_rules())
+    private = other_forms and shared is None  # (no block shares this compile: the first form's rules kept here)
+    if private:
+        shared = _Shared(key, [], grammar, list(not_enforced))
     budget: int | None = None  # (the first form's NFA limit where other forms may follow)
     if other_forms and FIRST_FORM_NFA_STATES * opts.limits.max_states < opts.limits.max_nfa_states:
         budget = FIRST_FORM_NFA_STATES * opts.limits.max_states
@@ -618,6 +624,8 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
         over_budget = e.what == "NFA states" and e.limit == budget
     finally:
         _NFA_BUDGET.reset(token)
+        if private and shared is not None:  # (only its rules: what failed holds this frame)
+            shared.pda = shared.refused = shared.dfa = shared.horizon_asked = None
     t["refused_ms"] = (time.perf_counter() - t0) * 1e3
     why = str(refused).splitlines()[0]  # (its message, not its hint)
     # Over a state limit, two other forms of the grammar are compiled where they differ:
@@ -655,14 +663,18 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
             if left <= 0:
                 break
             form_opts = replace(opts, limits=replace(opts.limits, max_seconds=left))
+            first_rules = shared.rules if shared is not None else None
+            if (form == "bounded" and first_rules is not None and fe.bounded_keeps_rules is not None
+                    and fe.bounded_keeps_rules(first_rules)):
+                continue  # (its rules would not be regular: not built)
             try:
                 t0 = time.perf_counter()
                 other, other_not_enforced, other_shared = _front_end(
                     (f"{kind} {form}", text, opts.canonical_json()), partial(make, form_opts),
                     table, slot, opts.limits.max_seconds)
-                if form == "whole" and other_shared is not None and shared is not None and other_shared.rules is None:
-                    other_shared.rules = shared.rules  # (the first form's grammar: its rules as resolved)
-                rules = other_shared.rules if other_shared is not None else None
+                if form == "whole" and other_shared is not None and other_shared.rules is None:
+                    other_shared.rules = first_rules  # (the first form's grammar: its rules as resolved)
+                rules = other_shared.rules if other_shared is not None else first_rules if form == "whole" else None
                 if rules is None:
                     rules = resolve_rules(other, deadline=deadline, regular_only=regular_only)
                     if other_shared is not None and rules is not None:
@@ -672,7 +684,7 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
                 t[f"{form}_frontend_ms"] = (time.perf_counter() - t0) * 1e3
                 return compile_grammar(kind, text, other, vocab, opts,
                                        not_enforced=other_not_enforced, progress=progress,
-                                       timings=t, deadline=deadline, shared=other_shared)
+                                       timings=t, deadline=deadline, shared=other_shared, rules=rules)
             except MaskcError as e:
                 if isinstance(e, TimeLimitExceeded):  # (raised against the form's time left, or a check's 0)
                     e = TimeLimitExceeded("compile time (s)", limit=opts.limits.max_seconds, hint=e.hint)

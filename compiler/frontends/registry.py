@@ -19,6 +19,7 @@ import orjson
 from maskc.compiler.errors import InputError, SchemaError
 from maskc.compiler.ir import Grammar, alt, lit
 from maskc.compiler.options import CompileOptions
+from maskc.compiler.rules import ResolvedRules
 
 __all__ = ["FrontEnd", "FRONTENDS", "frontend", "kind_for_path", "grammar_sha256"]
 
@@ -53,6 +54,11 @@ class FrontEnd:
     a rule of its own, and a lower :attr:`Grammar.inline_max_nodes`, so that the large
     parts used more than once are called rather than copied at each use: what the pipeline
     compiles where the grammar exceeds a state limit. None: no such form."""
+    bounded_keeps_rules: Callable[[ResolvedRules], bool] | None = None
+    """Whether the grammar's resolved rules keep a rule that :attr:`bounded_grammar` would
+    keep too, so that the bounded form cannot be regular and is not built: a rule kept other
+    than the nesting the bounded form cuts (it is on another cycle, or kept for its size,
+    which cutting the nesting only grows). None: the bounded form is always built."""
 
 
 def grammar_sha256(kind: str, canonical_text: str) -> str:
@@ -101,6 +107,19 @@ def _schema_bounded_grammar(schema: Any, options: CompileOptions,
 
 def _schema_shared_grammar(schema: Any, options: CompileOptions) -> tuple[Grammar, NotEnforced]:
     return _schema_grammar(schema, options, shared_refs=True)
+
+
+def _schema_bounded_keeps_rules(rules: ResolvedRules) -> bool:
+    """A rule kept besides the start and the free-form value's ``any`` (``any@depth`` under
+    pretty whitespace), or a start that refers to itself: a ``$ref`` cycle, or a target kept
+    for its size. Bounding free-form values keeps a cycle (``any`` refers to no other rule,
+    so none runs through it) and grows a large target (each use of ``any`` inlined)."""
+    from maskc.compiler.frontends.json_schema import ANY_RULE
+    from maskc.compiler.rules import references
+
+    if any(n != ANY_RULE and not n.startswith(ANY_RULE + "@") for n in rules.names[1:]):
+        return True
+    return rules.names[0] in references(rules.bodies[0])  # (a walk of the start's body: checked last)
 
 
 def _schema_prompt(canonical_text: str, instruction: str | None) -> str:
@@ -181,7 +200,7 @@ FRONTENDS: dict[str, FrontEnd] = {
     for fe in (
         FrontEnd("json_schema", "JSON Schema", (".json",), _json_value, _schema_canonical, _schema_grammar,
                  _schema_prompt, frozenset({"whitespace", "lenient", "max_depth"}),
-                 _schema_bounded_grammar, _schema_shared_grammar),
+                 _schema_bounded_grammar, _schema_shared_grammar, _schema_bounded_keeps_rules),
         FrontEnd("regex", "regular expression", (), _regex_text, str, _regex_grammar, _regex_prompt,
                  frozenset({"max_depth"})),
         FrontEnd("choice", "choice list", (), _choice_value, _json_canonical, _choice_grammar, _choice_prompt,

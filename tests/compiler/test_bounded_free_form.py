@@ -99,3 +99,65 @@ def test_the_restriction_is_shown_by_compile_and_inspect(tmp_path: Any,
     assert shown.exit_code == 0
     assert "restricted: the masks admit less than the schema" in shown.output
     assert "every keyword is enforced by the masks" in shown.output
+
+
+# A $ref cycle beside a free-form value, over the limit: bounding free-form values leaves the
+# cycle, so the bounded form is not regular.
+CYCLE = {"$defs": {"node": {"type": "object", "properties": {
+    "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}, "data": {},
+    "note": {"type": "string", "maxLength": 3000}}, "additionalProperties": False}},
+    "$ref": "#/$defs/node"}
+
+
+def _front_ends(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The front-end forms a compile builds, by key."""
+    from maskc.compiler import pipeline
+
+    built: list[str] = []
+    real = pipeline._front_end
+
+    def front_end(key: tuple[str, str, str], *args: Any, **kwargs: Any) -> Any:
+        built.append(key[0])
+        return real(key, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "_front_end", front_end)
+    return built
+
+
+def test_a_form_that_keeps_another_cycle_is_not_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first form keeps a rule other than ``any``: its bounded form would keep it too, so
+    it is not built, and the refusal is the one its build would have ended in."""
+    from dataclasses import replace
+
+    from maskc.compiler.frontends import registry
+
+    built = _front_ends(monkeypatch)
+    with pytest.raises(StateLimitExceeded) as skipped:
+        maskc.compile_json_schema(CYCLE, VOCAB, options=OPTS)
+    assert "json_schema bounded" not in built and built[0] == "json_schema"
+    built.clear()
+    maskc.compile_json_schema(SCHEMA, VOCAB, options=OPTS)  # free-form values its only recursion
+    assert "json_schema bounded" in built
+    fe = registry.FRONTENDS["json_schema"]
+    monkeypatch.setitem(registry.FRONTENDS, "json_schema", replace(fe, bounded_keeps_rules=None))
+    built.clear()
+    with pytest.raises(StateLimitExceeded) as tried:
+        maskc.compile_json_schema(CYCLE, VOCAB, options=OPTS)
+    assert "json_schema bounded" in built  # (built, and not regular: the same refusal)
+    assert str(tried.value) == str(skipped.value)
+
+
+@pytest.mark.parametrize(("names", "start_calls", "keeps"), [
+    (("#",), "", False), (("#", "any"), "any", False), (("#@0", "any@1", "any@2"), "any@1", False),
+    (("#", "#/$defs/node"), "#/$defs/node", True), (("#", "any", "#/$defs/anything"), "any", True),
+    (("any", "#"), "#", True), (("#/$defs/node", "any"), "#/$defs/node", True), (("#",), "#", True),
+])
+def test_the_rules_a_bounded_form_keeps(names: tuple[str, ...], start_calls: str, keeps: bool) -> None:
+    from maskc.compiler.frontends.registry import FRONTENDS
+    from maskc.compiler.ir import EMPTY, RuleRef, seq
+    from maskc.compiler.rules import ResolvedRules
+
+    predicate = FRONTENDS["json_schema"].bounded_keeps_rules
+    assert predicate is not None
+    start = seq(RuleRef(start_calls), EMPTY) if start_calls else EMPTY
+    assert predicate(ResolvedRules(names, (start, *(EMPTY for _ in names[1:])))) is keeps

@@ -220,30 +220,51 @@ def test_a_form_out_of_time_names_the_compiles_own_limit(monkeypatch: pytest.Mon
     """A time-out in another form (raised against that form's time left, or by a deadline
     check, which knows no limit) is reported against the compile's own ``max_seconds``: in
     the hint where the shared form timed out, and as the error where the first form, lowered
-    again within the whole NFA limit, timed out too."""
+    again within the whole NFA limit, timed out."""
     from maskc.compiler import pipeline
 
-    real = pipeline.resolve_rules
+    real = pipeline.compile_grammar
     calls = [0]
 
-    def out_of_time(*args: Any, **kwargs: Any) -> Any:  # (the first form's own rules resolve)
+    def out_of_time(*args: Any, **kwargs: Any) -> Any:  # (the first form compiles as it does)
         calls[0] += 1
         if calls[0] == 1:
             return real(*args, **kwargs)
         raise TimeLimitExceeded("compile time (s)", limit=0)
 
-    monkeypatch.setattr(pipeline, "resolve_rules", out_of_time)
-    for schema, max_states in ((SCHEMA, 800), (UNION_OF_BOUNDS, 300)):  # (both over the first NFA limit)
-        calls[0] = 0
+    monkeypatch.setattr(pipeline, "compile_grammar", out_of_time)
+    shared_form = "each $ref target used more than once as a called rule (compile time (s) exceeds the limit of 45)"
+    for schema, max_states, tried in ((SCHEMA, 800, shared_form), (UNION_OF_BOUNDS, 300, None)):
+        calls[0] = 0  # (both over the first NFA limit; only the first has a shared form that applies)
         options = CompileOptions(limits=Limits(max_states=max_states, max_seconds=45))
         with pytest.raises(TimeLimitExceeded) as timed_out:
             maskc.compile_json_schema(schema, VOCAB, options=options)
         assert timed_out.value.limit == 45
         assert str(timed_out.value).startswith("compile time (s) exceeds the limit of 45")
         assert "limit of 0" not in str(timed_out.value)
-        tried = str(timed_out.value.hint).split("Also tried:")[1]
-        assert tried.strip() == "each $ref target used more than once as a called rule (compile time (s) exceeds " \
-                                "the limit of 45)"
+        also = str(timed_out.value.hint).split("Also tried:")
+        assert (also[1].strip() if len(also) > 1 else None) == tried
+
+
+def test_each_form_resolves_its_rules_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compiled alone (no block shares it), a form's rules are resolved once: a form resolved
+    to decide whether it applies is compiled with those rules, and the first form lowered
+    again within the whole NFA limit reuses its own."""
+    from maskc.compiler import pipeline
+
+    resolved: list[int] = []
+    real = pipeline.resolve_rules
+
+    def resolve(grammar: Any, **kwargs: Any) -> Any:
+        resolved.append(id(grammar))
+        return real(grammar, **kwargs)
+
+    monkeypatch.setattr(pipeline, "resolve_rules", resolve)
+    for schema, max_states in ((SCHEMA, 150), (UNION_OF_BOUNDS, 250)):  # (refused after every form)
+        resolved.clear()
+        with pytest.raises(StateLimitExceeded):
+            maskc.compile_json_schema(schema, VOCAB, options=CompileOptions(limits=Limits(max_states=max_states)))
+        assert len(resolved) >= 2 and len(set(resolved)) == len(resolved)
 
 
 # Nine strings of 3 to 11 characters, unioned: 1,378 NFA states (each bound's copies), 157
