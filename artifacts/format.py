@@ -416,7 +416,7 @@ class _Bounds:
         self.entries: list[tuple[NDArray[Any], int, float, str, int]] = []  # (array, lo, hi, name, start)
         self.size = 0  # where the next array begins in the concatenation of those added
 
-    def add(self, arr: NDArray[Any], lo: int, hi: float = math.inf, name: str = "a table's value") -> None:
+    def add(self, arr: NDArray[Any], lo: int, hi: float, name: str) -> None:
         """Require every value of the 1-d integer array ``arr`` (``name``, for the error) to
         lie in ``[lo, hi)``."""
         n = arr.shape[0]

@@ -357,7 +357,7 @@ def compile_ir(
         state_mask = align(dfa, table, add_mask=builder.add, progress=progress, deadline=deadline,
                            walks=_walks_for(shared, dfa, table))
     except TimeLimitExceeded as e:
-        raise TimeLimitExceeded("compile time (s)", limit=options.limits.max_seconds, hint=e.hint) from None
+        raise _timed_out(e, options.limits.max_seconds) from None
     t["align_ms"] = (time.perf_counter() - t0) * 1e3
     masks = builder.build()
     t1 = time.perf_counter()
@@ -458,6 +458,20 @@ def _regular_dfa(node: Node, options: CompileOptions, t: dict[str, float], deadl
     return dfa
 
 
+def _timed_out(e: TimeLimitExceeded, max_seconds: float) -> TimeLimitExceeded:
+    """``e`` against the compile's own limit: a deadline check deep in a stage knows no limit
+    (it raises with 0), and another form of the grammar runs on the time left."""
+    return TimeLimitExceeded("compile time (s)", limit=max_seconds, hint=e.hint)
+
+
+def _resolved(grammar: Grammar, deadline: float, max_seconds: float) -> ResolvedRules:
+    """:func:`resolve_rules`, a time-out reported against ``max_seconds``."""
+    try:
+        return resolve_rules(grammar, deadline=deadline)
+    except TimeLimitExceeded as e:
+        raise _timed_out(e, max_seconds) from None
+
+
 @fewer_full_collections()  # (a compile frees by reference counts: see collector.py)
 @no_huge_pages()  # (no stalls on compaction: see hugepages.py)
 def compile_grammar(
@@ -484,18 +498,14 @@ def compile_grammar(
         t = timings if timings is not None else {}
         if deadline is None:
             deadline = time.monotonic() + options.limits.max_seconds
-        t0 = time.perf_counter()
         if shared is not None and shared.rules is not None:
             rules = shared.rules
         if rules is None:
-            try:
-                rules = resolve_rules(grammar, deadline=deadline)
-            except TimeLimitExceeded as e:
-                limit = options.limits.max_seconds
-                raise TimeLimitExceeded("compile time (s)", limit=limit, hint=e.hint) from None
+            t0 = time.perf_counter()
+            rules = _resolved(grammar, deadline, options.limits.max_seconds)
             if shared is not None:
                 shared.rules = rules
-        t["rules_ms"] = (time.perf_counter() - t0) * 1e3
+            t["rules_ms"] = (time.perf_counter() - t0) * 1e3
         if rules.regular:
             return compile_ir(kind, source, rules.bodies[0], vocab, options, not_enforced=not_enforced,
                               progress=progress, timings=t, deadline=deadline, shared=shared)
@@ -529,7 +539,7 @@ def compile_grammar(
                               max_states=options.limits.max_states,
                               walks=shared.walks if shared is not None else None)
         except TimeLimitExceeded as e:
-            raise TimeLimitExceeded("compile time (s)", limit=options.limits.max_seconds, hint=e.hint) from None
+            raise _timed_out(e, options.limits.max_seconds) from None
         t["align_ms"] = (time.perf_counter() - t1) * 1e3
         store = builder.build()
         prove_start_spellable(pda, masks.accepted, masks.uncertain, store, tokenizer=vocab.name)
@@ -607,16 +617,23 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
         return any(references(body) for _, body in grammar.rules)
 
     other_forms = fe.shared_grammar is not None or (fe.bounded_grammar is not None and with_rules())
-    private = other_forms and shared is None  # (no block shares this compile: the first form's rules kept here)
-    if private:
-        shared = _Shared(key, [], grammar, list(not_enforced))
+    # The first form's rules, resolved here (a block may hold them already) and kept: the
+    # forms tried after a refusal decide on them, and its lowering within the whole NFA
+    # limit compiles them again.
+    first_rules = shared.rules if other_forms and shared is not None else None
+    if other_forms and first_rules is None:
+        t1 = time.perf_counter()
+        first_rules = _resolved(grammar, deadline, opts.limits.max_seconds)
+        t["rules_ms"] = (time.perf_counter() - t1) * 1e3
+        if shared is not None:
+            shared.rules = first_rules
     budget: int | None = None  # (the first form's NFA limit where other forms may follow)
     if other_forms and FIRST_FORM_NFA_STATES * opts.limits.max_states < opts.limits.max_nfa_states:
         budget = FIRST_FORM_NFA_STATES * opts.limits.max_states
     token = _NFA_BUDGET.set(budget)
     try:
         return compile_grammar(kind, text, grammar, vocab, opts, not_enforced=not_enforced,
-                               progress=progress, timings=t, deadline=deadline, shared=shared)
+                               progress=progress, timings=t, deadline=deadline, shared=shared, rules=first_rules)
     except StateLimitExceeded as e:
         if not other_forms:
             raise
@@ -624,8 +641,6 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
         over_budget = e.what == "NFA states" and e.limit == budget
     finally:
         _NFA_BUDGET.reset(token)
-        if private and shared is not None:  # (only its rules: what failed holds this frame)
-            shared.pda = shared.refused = shared.dfa = shared.horizon_asked = None
     t["refused_ms"] = (time.perf_counter() - t0) * 1e3
     why = str(refused).splitlines()[0]  # (its message, not its hint)
     # Over a state limit, two other forms of the grammar are compiled where they differ:
@@ -663,9 +678,8 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
             if left <= 0:
                 break
             form_opts = replace(opts, limits=replace(opts.limits, max_seconds=left))
-            first_rules = shared.rules if shared is not None else None
             if (form == "bounded" and first_rules is not None and fe.bounded_keeps_rules is not None
-                    and fe.bounded_keeps_rules(first_rules)):
+                    and fe.bounded_keeps_rules(grammar, first_rules)):
                 continue  # (its rules would not be regular: not built)
             try:
                 t0 = time.perf_counter()
@@ -686,8 +700,8 @@ def _compile_source(kind: str, source: Any, vocab: Vocabulary, options: CompileO
                                        not_enforced=other_not_enforced, progress=progress,
                                        timings=t, deadline=deadline, shared=other_shared, rules=rules)
             except MaskcError as e:
-                if isinstance(e, TimeLimitExceeded):  # (raised against the form's time left, or a check's 0)
-                    e = TimeLimitExceeded("compile time (s)", limit=opts.limits.max_seconds, hint=e.hint)
+                if isinstance(e, TimeLimitExceeded):  # (its rules', or its front end's against the time left)
+                    e = _timed_out(e, opts.limits.max_seconds)
                 if form == "whole":  # the first form's own refusal, within the whole limit
                     refused = e.with_traceback(None)
                     why = str(refused).splitlines()[0]

@@ -54,11 +54,11 @@ class FrontEnd:
     a rule of its own, and a lower :attr:`Grammar.inline_max_nodes`, so that the large
     parts used more than once are called rather than copied at each use: what the pipeline
     compiles where the grammar exceeds a state limit. None: no such form."""
-    bounded_keeps_rules: Callable[[ResolvedRules], bool] | None = None
-    """Whether the grammar's resolved rules keep a rule that :attr:`bounded_grammar` would
-    keep too, so that the bounded form cannot be regular and is not built: a rule kept other
-    than the nesting the bounded form cuts (it is on another cycle, or kept for its size,
-    which cutting the nesting only grows). None: the bounded form is always built."""
+    bounded_keeps_rules: Callable[[Grammar, ResolvedRules], bool] | None = None
+    """Whether the grammar (with its resolved rules) keeps a rule that :attr:`bounded_grammar`
+    would keep too, so that the bounded form cannot be regular and is not built: a rule kept
+    other than the nesting the bounded form cuts (it is on another cycle, or kept for its
+    size, which cutting the nesting only grows). None: the bounded form is always built."""
 
 
 def grammar_sha256(kind: str, canonical_text: str) -> str:
@@ -109,15 +109,17 @@ def _schema_shared_grammar(schema: Any, options: CompileOptions) -> tuple[Gramma
     return _schema_grammar(schema, options, shared_refs=True)
 
 
-def _schema_bounded_keeps_rules(rules: ResolvedRules) -> bool:
-    """A rule kept besides the start and the free-form value's ``any`` (``any@depth`` under
-    pretty whitespace), or a start that refers to itself: a ``$ref`` cycle, or a target kept
-    for its size. Bounding free-form values keeps a cycle (``any`` refers to no other rule,
-    so none runs through it) and grows a large target (each use of ``any`` inlined)."""
+def _schema_bounded_keeps_rules(grammar: Grammar, rules: ResolvedRules) -> bool:
+    """A rule kept besides the start, the free-form value's ``any`` (``any@depth`` under
+    pretty whitespace) and the grammar's counted items made calls, or a start that refers to
+    itself: a ``$ref`` cycle, or a target kept for its size. Bounding free-form values keeps
+    a cycle (``any`` refers to no other rule, so none runs through it) and grows a large
+    target (each use of ``any`` inlined). A counted item is a call only in a grammar with
+    rules (:attr:`Grammar.calls`); the bounded grammar may count it instead."""
     from maskc.compiler.frontends.json_schema import ANY_RULE
     from maskc.compiler.rules import references
 
-    if any(n != ANY_RULE and not n.startswith(ANY_RULE + "@") for n in rules.names[1:]):
+    if any(n != ANY_RULE and not n.startswith(ANY_RULE + "@") and n not in grammar.calls for n in rules.names[1:]):
         return True
     return rules.names[0] in references(rules.bodies[0])  # (a walk of the start's body: checked last)
 

@@ -147,17 +147,22 @@ def test_a_form_that_keeps_another_cycle_is_not_built(monkeypatch: pytest.Monkey
     assert str(tried.value) == str(skipped.value)
 
 
-@pytest.mark.parametrize(("names", "start_calls", "keeps"), [
-    (("#",), "", False), (("#", "any"), "any", False), (("#@0", "any@1", "any@2"), "any@1", False),
-    (("#", "#/$defs/node"), "#/$defs/node", True), (("#", "any", "#/$defs/anything"), "any", True),
-    (("any", "#"), "#", True), (("#/$defs/node", "any"), "#/$defs/node", True), (("#",), "#", True),
+@pytest.mark.parametrize(("names", "start_calls", "calls", "keeps"), [
+    (("#",), "", (), False), (("#", "any"), "any", (), False), (("#@0", "any@1", "any@2"), "any@1", (), False),
+    (("#", "#/$defs/node"), "#/$defs/node", (), True), (("#", "any", "#/$defs/anything"), "any", (), True),
+    (("any", "#"), "#", (), True), (("#/$defs/node", "any"), "#/$defs/node", (), True), (("#",), "#", (), True),
+    # a counted item made a call (a grammar with rules): the bounded grammar may count it instead
+    (("#", "any", "#/properties/xs/items"), "any", ("#/properties/xs/items",), False),
 ])
-def test_the_rules_a_bounded_form_keeps(names: tuple[str, ...], start_calls: str, keeps: bool) -> None:
+def test_the_rules_a_bounded_form_keeps(names: tuple[str, ...], start_calls: str, calls: tuple[str, ...],
+                                        keeps: bool) -> None:
     from maskc.compiler.frontends.registry import FRONTENDS
-    from maskc.compiler.ir import EMPTY, RuleRef, seq
+    from maskc.compiler.ir import EMPTY, Grammar, RuleRef, seq
     from maskc.compiler.rules import ResolvedRules
 
     predicate = FRONTENDS["json_schema"].bounded_keeps_rules
     assert predicate is not None
     start = seq(RuleRef(start_calls), EMPTY) if start_calls else EMPTY
-    assert predicate(ResolvedRules(names, (start, *(EMPTY for _ in names[1:])))) is keeps
+    bodies = (start, *(EMPTY for _ in names[1:]))
+    grammar = Grammar(names[0], tuple(zip(names, bodies)), calls=frozenset(calls))
+    assert predicate(grammar, ResolvedRules(names, bodies)) is keeps
