@@ -57,6 +57,7 @@ MANY_CANDIDATES = 1024  # a mask with this many candidates gathers and walks the
 
 
 _INF = 1 << 30
+_NO_IDS: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
 _UNSEEN: Any = object()
 _ACCEPTS, _CALLS = 1, 2
 
@@ -394,6 +395,7 @@ class PushdownRuntime:
         self._needs: Sequence[int] | None = None
         self._empty_masks: bytes | None = None  # per mask: 1 where it is an empty allow list
         self._heads: tuple[NDArray[np.int64], NDArray[np.uint8]] | None = None
+        self._groups: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]] | None = None
         # answers stored at compile time for listed stack contexts (maskc.artifacts.contexts)
         self._contexts = art.contexts if fast and contexts else None
         # their top states, as an array.array (on first use: a copy of the bytes, where a list
@@ -627,7 +629,7 @@ class PushdownRuntime:
         w = self._walk(config)
         closed = w.close([(i, 0, ()) for i in range(len(config))])
         row = np.zeros(self.words, dtype=np.uint32)
-        candidates: list[NDArray[np.int64]] = []
+        sources: list[int] = []  # the masks whose tokens are walked (those not in ``row``)
         can_end = False
         for st in closed:
             q = w.top(st)
@@ -639,38 +641,59 @@ class PushdownRuntime:
             elif w.fits(st, self.flat_need[q]):
                 # near the depth bound: the no-call tokens still hold; walk the calling ones
                 row |= self._mask_row(int(self.flat[q]))
-                candidates.append(self._mask_ids(int(self.art.state_mask[q])))
+                sources.append(int(self.art.state_mask[q]))
             else:
-                candidates.append(self._mask_ids(int(self.art.state_mask[q])))
-            ids = self._mask_ids(unc)
-            if ids.size:
-                candidates.append(ids)
-        if candidates:
-            if sum(c.shape[0] for c in candidates) >= MANY_CANDIDATES:
-                # many (a whole vocabulary can be uncertain): marks, not a sort
-                mark = np.zeros(self.words * 32, dtype=np.bool_)
-                for c in candidates:
-                    mark[c] = True
-                mark &= ~np.unpackbits(row.view(np.uint8), bitorder="little").view(np.bool_)
-                cand = np.flatnonzero(mark)
-            else:
-                cand = np.sort(np.concatenate(candidates)) if len(candidates) > 1 else candidates[0]
-                if cand.size > 1:
-                    cand = cand[np.concatenate(([True], cand[1:] != cand[:-1]))]
-                cand = cand[((row[cand >> 5] >> (cand & 31).astype(np.uint32)) & 1) == 0]
-            if self.fast:
-                self._run_candidates(w, len(config), cand, row)
-            else:
+                sources.append(int(self.art.state_mask[q]))
+            if self._mask_ids(unc).size:
+                sources.append(unc)
+        if sources:
+            cand, mark = self._candidates(sources, row)
+            if not self.fast:
                 after: dict[bytes, list[Derived]] = {}  # stacks after a prefix: candidates share them
-                for t in cand.tolist():
+                for t in (cand if mark is None else np.flatnonzero(mark)).tolist():
                     if w.run_from(closed, self.tokens[t], after):
                         row[t >> 5] |= np.uint32(1 << (t & 31))
+            elif mark is not None:
+                self._run_marked(w, len(config), mark, row)
+            else:
+                self._run_candidates(w, len(config), cand, row)
         if can_end:
             for word, bit in self._eos_bits:
                 row[word] |= np.uint32(bit)
         result = (row.view(np.int32), can_end)
         result[0].setflags(write=False)
         return result, w
+
+    def _first_groups(self) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+        """The non-empty tokens grouped by the class of their first byte: their ids (by class,
+        ascending within a class), each group's class (ascending) and start; and the empty
+        tokens. Built once, the first time a mask walks many candidates."""
+        if self._groups is None:
+            lens, first = self._token_heads()
+            some = np.flatnonzero(lens > 0)
+            order = some[np.argsort(first[some], kind="stable")]
+            heads = first[order].astype(np.int64)
+            starts = np.flatnonzero(np.concatenate(([True], heads[1:] != heads[:-1]))) if order.size else _NO_IDS
+            self._groups = (order, heads[starts], starts, np.flatnonzero(lens == 0))
+        return self._groups
+
+    def _candidates(self, sources: list[int], row: NDArray[np.uint32]) -> tuple[NDArray[np.int64], NDArray[np.bool_] | None]:
+        """The tokens of the masks ``sources`` that ``row`` does not hold, as sorted ids; where
+        they are many (:data:`MANY_CANDIDATES`; a whole vocabulary can be uncertain), as marks
+        over the vocabulary instead (the ids empty), built from the masks' rows."""
+        ids = [self._mask_ids(m) for m in sources]
+        if sum(c.shape[0] for c in ids) >= MANY_CANDIDATES:
+            bits = self._mask_row(sources[0]) & ~row
+            for m in sources[1:]:
+                bits |= self._mask_row(m) & ~row
+            mark = np.unpackbits(bits.view(np.uint8), bitorder="little").view(np.bool_)[: self.art.vocab_size]
+            if np.count_nonzero(mark) >= MANY_CANDIDATES:
+                return _NO_IDS, mark
+            return np.flatnonzero(mark), None
+        cand = np.sort(np.concatenate(ids)) if len(ids) > 1 else ids[0]
+        if cand.size > 1:
+            cand = cand[np.concatenate(([True], cand[1:] != cand[:-1]))]
+        return cand[((row[cand >> 5] >> (cand & 31).astype(np.uint32)) & 1) == 0], None
 
     def _token_heads(self) -> tuple[NDArray[np.int64], NDArray[np.uint8]]:
         """Each token's length and the class of its first byte (0 for an empty token), from
@@ -685,15 +708,14 @@ class PushdownRuntime:
             self._heads = (lens, np.frombuffer(self._class_of, dtype=np.uint8)[firsts])
         return self._heads
 
-    def _run_candidates(self, w: _Walk, n: int, cand: NDArray[np.int64], row: NDArray[np.uint32]) -> None:
-        """Set the bit of each token of ``cand`` whose bytes survive from the ``n`` stacks of
-        ``w``'s configuration. The walks share their steps: the stacks reached so far (unclosed)
-        and a byte class determine the stacks after it, whatever bytes led there, so each
-        distinct (stacks, class) pair is closed and stepped once, the same closes and steps the
-        candidates' own walks would take (hence the same reads recorded). Stacks are numbered as
-        met; a candidate then costs a lookup per byte. Where there are many candidates, their
-        first bytes are stepped in arrays (most candidates die there) and the survivors walk on
-        together, a byte position at a time (:meth:`_walk_levels`)."""
+    def _mover(self, w: _Walk, n: int) -> tuple[Callable[[int, int], int], list[dict[int, int]], list[Any]]:
+        """The shared steps of candidate walks from the ``n`` stacks of ``w``'s configuration:
+        the stacks reached so far (unclosed) and a byte class determine the stacks after it,
+        whatever bytes led there, so each distinct (stacks, class) pair is closed and stepped
+        once, the same closes and steps the candidates' own walks would take (hence the same
+        reads recorded). Stacks are numbered as met (0: the configuration's); ``move(k, c)``
+        steps number ``k`` by class ``c`` (the next number, -1: dead) and records it in
+        ``moves[k]``, so that a candidate then costs a lookup per byte."""
         states: list[tuple[Derived, ...]] = [tuple((i, 0, ()) for i in range(n))]
         moves: list[dict[int, int]] = [{}]  # per numbered stacks: class -> next number, -1 dead
         number: dict[tuple[Derived, ...], int] = {states[0]: 0}
@@ -716,19 +738,13 @@ class PushdownRuntime:
             moves[k][c] = got
             return got
 
-        if cand.shape[0] >= MANY_CANDIDATES:
-            lens, first = self._token_heads()
-            length, head = lens[cand], first[cand]
-            after = np.full(256, -1, dtype=np.int64)
-            for c in np.flatnonzero(np.bincount(head[length > 0], minlength=256)).tolist():
-                after[c] = move(0, c)
-            reached = np.where(length > 0, after[head], 0)
-            done = cand[(reached >= 0) & (length <= 1)]
-            if done.size:
-                np.bitwise_or.at(row, done >> 5, (np.uint32(1) << (done & 31).astype(np.uint32)))
-            on = (reached >= 0) & (length > 1)
-            self._walk_levels(cand[on], reached[on], move, moves, states, row)
-            return
+        return move, moves, states
+
+    def _run_candidates(self, w: _Walk, n: int, cand: NDArray[np.int64], row: NDArray[np.uint32]) -> None:
+        """Set the bit of each token of ``cand`` whose bytes survive from the ``n`` stacks of
+        ``w``'s configuration, the walks sharing their steps (:meth:`_mover`)."""
+        move, moves, _ = self._mover(w, n)
+        class_of = self._class_of
         bits: dict[int, int] = {}  # word -> bits of the surviving tokens (one numpy write at the end)
         tokens = self.tokens
         for t in cand.tolist():
@@ -745,9 +761,39 @@ class PushdownRuntime:
         if bits:
             row[list(bits)] |= np.array(list(bits.values()), dtype=np.uint32)
 
+    def _run_marked(self, w: _Walk, n: int, mark: NDArray[np.bool_], row: NDArray[np.uint32]) -> None:
+        """:meth:`_run_candidates` for many candidates, given as marks over the vocabulary: their
+        first bytes are stepped by groups of tokens (:meth:`_first_groups`: one step per class
+        that some candidate starts with; most candidates die there, their groups never gathered)
+        and the survivors walk on together, a byte position at a time (:meth:`_walk_levels`)."""
+        move, moves, states = self._mover(w, n)
+        lens = self._token_heads()[0]
+        order, classes, starts, empty = self._first_groups()
+        marked = mark[order]
+        ends = starts[1:].tolist() + [order.shape[0]]
+        done = [empty[mark[empty]]]  # (an empty token survives: no byte rejects it)
+        toks: list[NDArray[np.int64]] = []
+        ks: list[NDArray[np.int64]] = []
+        present = np.logical_or.reduceat(marked, starts) if starts.shape[0] else np.zeros(0, dtype=np.bool_)
+        for g in np.flatnonzero(present).tolist():
+            k = move(0, int(classes[g]))
+            if k < 0:
+                continue
+            a, b = int(starts[g]), ends[g]
+            group = order[a:b][marked[a:b]]
+            longer = lens[group] > 1
+            done.append(group[~longer])
+            toks.append(group[longer])
+            ks.append(np.full(toks[-1].shape[0], k, dtype=np.int64))
+        ended = np.concatenate(done)
+        if ended.size:
+            np.bitwise_or.at(row, ended >> 5, (np.uint32(1) << (ended & 31).astype(np.uint32)))
+        if toks:
+            self._walk_levels(np.concatenate(toks), np.concatenate(ks), move, moves, states, row)
+
     def _walk_levels(self, toks: NDArray[np.int64], ks: NDArray[np.int64], move: Callable[[int, int], int],
                      moves: list[dict[int, int]], states: list[Any], row: NDArray[np.uint32]) -> None:
-        """:meth:`_run_candidates`' walks past the first byte, all tokens one byte position at a
+        """:meth:`_run_marked`'s walks past the first byte, all tokens one byte position at a
         time in arrays: ``toks`` stand at stacks number ``ks`` after their first byte. Each
         distinct (stacks, class) pair met is moved once (``move``), as the tokens' own walks
         would move it; a token whose stacks die drops out, one that ends alive sets its bit."""
