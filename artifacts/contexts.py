@@ -122,7 +122,7 @@ def build_contexts(art: Artifact) -> tuple[MaskStore, ContextTable] | None:
     pda = art.pda
     if pda is None or art.tokenizer is None:
         return None
-    rt = PushdownRuntime(art)
+    rt = PushdownRuntime(art, spell=True)  # (a state's contexts meet its candidate lists again)
     depends = rt.stack_dependent()
     if not depends.any():
         return None

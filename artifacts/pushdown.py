@@ -341,10 +341,11 @@ class PushdownRuntime:
 
     ``fast=False`` is the reference (the general walk, nothing stored read); ``contexts=False``
     ignores the answers stored at compile time (:mod:`maskc.artifacts.contexts`) and computes
-    every mask on the live stack.
+    every mask on the live stack; ``spell=True`` walks a candidate list met again in the
+    order of its spellings (:meth:`_spelled`: for the compile's many computations).
     """
 
-    def __init__(self, art: Artifact, *, fast: bool = True, contexts: bool = True) -> None:
+    def __init__(self, art: Artifact, *, fast: bool = True, contexts: bool = True, spell: bool = False) -> None:
         pda = art.pda
         vocab = art.tokenizer
         if pda is None or vocab is None:
@@ -396,6 +397,10 @@ class PushdownRuntime:
         self._empty_masks: bytes | None = None  # per mask: 1 where it is an empty allow list
         self._heads: tuple[NDArray[np.int64], NDArray[np.uint8]] | None = None
         self._groups: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]] | None = None
+        # candidate lists met again walked in the order of their spellings (:meth:`_spelled`):
+        # for the computations of many stack contexts (a decode rather meets a list once, and
+        # ordering one costs about as much as its walk)
+        self._spellings: dict[bytes, tuple[list[int], list[bytes], list[int]] | None] | None = {} if spell else None
         # answers stored at compile time for listed stack contexts (maskc.artifacts.contexts)
         self._contexts = art.contexts if fast and contexts else None
         # their top states, as an array.array (on first use: a copy of the bytes, where a list
@@ -740,24 +745,76 @@ class PushdownRuntime:
 
         return move, moves, states
 
+    def _spelled(self, cand: NDArray[np.int64]) -> tuple[list[int], list[bytes], list[int]] | None:
+        """The tokens of ``cand`` in the order of their spellings in byte classes, each
+        spelling, and how many classes it shares with the one before; built the second time
+        a candidate list is met and kept (the masks of a state's contexts give the same few
+        lists again and again). None the first time, and for a runtime not made to ``spell``."""
+        if self._spellings is None:
+            return None
+        key = cand.tobytes()
+        got = self._spellings.get(key, _UNSEEN)
+        if got is _UNSEEN:
+            if len(self._spellings) >= MEMO_LIMIT:
+                self._spellings.clear()
+            self._spellings[key] = None
+            return None
+        if got is None:
+            class_of, tokens = self._class_of, self.tokens
+            pairs = sorted((tokens[t].translate(class_of), t) for t in cand.tolist())
+            spelled = [seq for seq, _ in pairs]
+            shared = [0]
+            for prev, seq in zip(spelled, spelled[1:]):
+                m = min(len(prev), len(seq))
+                j = 0
+                while j < m and prev[j] == seq[j]:
+                    j += 1
+                shared.append(j)
+            got = self._spellings[key] = ([t for _, t in pairs], spelled, shared[: len(pairs)])
+        return got
+
     def _run_candidates(self, w: _Walk, n: int, cand: NDArray[np.int64], row: NDArray[np.uint32]) -> None:
         """Set the bit of each token of ``cand`` whose bytes survive from the ``n`` stacks of
-        ``w``'s configuration, the walks sharing their steps (:meth:`_mover`)."""
+        ``w``'s configuration, the walks sharing their steps (:meth:`_mover`). The candidates
+        go in the order of their spellings (:meth:`_spelled`): each takes up the walk before
+        it where their spellings part, and one that shares the classes the walk before died
+        on dies there too."""
         move, moves, _ = self._mover(w, n)
-        class_of = self._class_of
         bits: dict[int, int] = {}  # word -> bits of the surviving tokens (one numpy write at the end)
-        tokens = self.tokens
-        for t in cand.tolist():
-            k = 0
-            for c in tokens[t].translate(class_of):
-                got = moves[k].get(c)
-                if got is None:
-                    got = move(k, c)
-                if got < 0:
-                    break
-                k = got
-            else:
-                bits[t >> 5] = bits.get(t >> 5, 0) | 1 << (t & 31)
+        spelled = self._spelled(cand)
+        if spelled is None:  # (a list met once: each candidate walked from the start)
+            class_of, tokens = self._class_of, self.tokens
+            for t in cand.tolist():
+                k = 0
+                for c in tokens[t].translate(class_of):
+                    got = moves[k].get(c)
+                    if got is None:
+                        got = move(k, c)
+                    if got < 0:
+                        break
+                    k = got
+                else:
+                    bits[t >> 5] = bits.get(t >> 5, 0) | 1 << (t & 31)
+        else:
+            path = [0]  # the stacks after each class of the last walk, as far as it lived
+            dead = -1  # how many classes the last walk took, the one that killed it included (-1: none did)
+            for t, seq, same in zip(*spelled):
+                if 0 <= dead <= same:
+                    continue
+                del path[same + 1 :]
+                k = path[same]
+                dead = -1
+                for c in seq[same:]:
+                    got = moves[k].get(c)
+                    if got is None:
+                        got = move(k, c)
+                    if got < 0:
+                        dead = len(path)
+                        break
+                    k = got
+                    path.append(k)
+                else:
+                    bits[t >> 5] = bits.get(t >> 5, 0) | 1 << (t & 31)
         if bits:
             row[list(bits)] |= np.array(list(bits.values()), dtype=np.uint32)
 

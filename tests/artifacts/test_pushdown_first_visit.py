@@ -151,6 +151,29 @@ def test_first_masks_record_what_the_reference_records(name: str, max_depth: int
     assert computed
 
 
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+@pytest.mark.parametrize("max_depth", [2, 3, 6])
+def test_candidates_met_again_walk_in_spelling_order_to_the_same_records(
+        name: str, max_depth: int, pda_vocab: Vocabulary, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A candidate list met a second time is walked in the order of its spellings, each walk
+    taking up the one before where they part (and skipped where it shares the classes the
+    one before died on): the same row and the same reach and headroom as the first walk of
+    each candidate from the start, and as the reference's."""
+    monkeypatch.setattr(pushdown, "MANY_CANDIDATES", 1 << 30)
+    art = _loaded(GRAMMARS[name], pda_vocab, max_depth)
+    spelled = 0
+    for config in _configs(art, seed=max_depth + 5, walks=4, steps=30):
+        fast, ref = PushdownRuntime(art, contexts=False, spell=True), PushdownRuntime(art, fast=False)
+        (want_row, want_end), want = ref.compute_mask(config)
+        for _ in range(2):  # (the second time, every list is met again)
+            (row, end), got = fast.compute_mask(config)
+            assert end == want_end and np.array_equal(row, want_row), config
+            assert _record(got) == _record(want), config
+        assert fast._spellings is not None
+        spelled += sum(v is not None for v in fast._spellings.values())
+    assert spelled
+
+
 @pytest.mark.parametrize("vocab_size", [1, 7, 32, 33, 100, 1000, 4099])
 def test_set_bits_equals_unpacking(vocab_size: int) -> None:
     rng = np.random.default_rng(vocab_size)
