@@ -753,12 +753,12 @@ class PushdownRuntime:
         if self._spellings is None:
             return None
         key = cand.tobytes()
-        got = self._spellings.get(key, _UNSEEN)
-        if got is _UNSEEN:
+        if key not in self._spellings:
             if len(self._spellings) >= MEMO_LIMIT:
                 self._spellings.clear()
             self._spellings[key] = None
             return None
+        got = self._spellings[key]
         if got is None:
             class_of, tokens = self._class_of, self.tokens
             pairs = sorted((tokens[t].translate(class_of), t) for t in cand.tolist())
