@@ -688,9 +688,10 @@ class PushdownRuntime:
         over the vocabulary instead (the ids empty), built from the masks' rows."""
         ids = [self._mask_ids(m) for m in sources]
         if sum(c.shape[0] for c in ids) >= MANY_CANDIDATES:
-            bits = self._mask_row(sources[0]) & ~row
+            bits = self._mask_row(sources[0]).copy()
             for m in sources[1:]:
-                bits |= self._mask_row(m) & ~row
+                bits |= self._mask_row(m)
+            bits &= ~row
             mark = np.unpackbits(bits.view(np.uint8), bitorder="little").view(np.bool_)[: self.art.vocab_size]
             if np.count_nonzero(mark) >= MANY_CANDIDATES:
                 return _NO_IDS, mark
@@ -775,46 +776,36 @@ class PushdownRuntime:
 
     def _run_candidates(self, w: _Walk, n: int, cand: NDArray[np.int64], row: NDArray[np.uint32]) -> None:
         """Set the bit of each token of ``cand`` whose bytes survive from the ``n`` stacks of
-        ``w``'s configuration, the walks sharing their steps (:meth:`_mover`). The candidates
-        go in the order of their spellings (:meth:`_spelled`): each takes up the walk before
-        it where their spellings part, and one that shares the classes the walk before died
-        on dies there too."""
+        ``w``'s configuration, the walks sharing their steps (:meth:`_mover`). Where
+        :meth:`_spelled` orders the list, each candidate takes up the walk before it where
+        their spellings part, and one that shares the classes the walk before died on dies
+        there too; else each walks from the start (as sharing no class with the one before)."""
         move, moves, _ = self._mover(w, n)
         bits: dict[int, int] = {}  # word -> bits of the surviving tokens (one numpy write at the end)
         spelled = self._spelled(cand)
         if spelled is None:  # (a list met once: each candidate walked from the start)
             class_of, tokens = self._class_of, self.tokens
-            for t in cand.tolist():
-                k = 0
-                for c in tokens[t].translate(class_of):
-                    got = moves[k].get(c)
-                    if got is None:
-                        got = move(k, c)
-                    if got < 0:
-                        break
-                    k = got
-                else:
-                    bits[t >> 5] = bits.get(t >> 5, 0) | 1 << (t & 31)
-        else:
-            path = [0]  # the stacks after each class of the last walk, as far as it lived
-            dead = -1  # how many classes the last walk took, the one that killed it included (-1: none did)
-            for t, seq, same in zip(*spelled):
-                if 0 <= dead <= same:
-                    continue
-                del path[same + 1 :]
-                k = path[same]
-                dead = -1
-                for c in seq[same:]:
-                    got = moves[k].get(c)
-                    if got is None:
-                        got = move(k, c)
-                    if got < 0:
-                        dead = len(path)
-                        break
-                    k = got
-                    path.append(k)
-                else:
-                    bits[t >> 5] = bits.get(t >> 5, 0) | 1 << (t & 31)
+            ids = cand.tolist()
+            spelled = (ids, [tokens[t].translate(class_of) for t in ids], [0] * len(ids))
+        path = [0]  # the stacks after each class of the last walk, as far as it lived
+        dead = -1  # how many classes the last walk took, the one that killed it included (-1: none did)
+        for t, seq, same in zip(*spelled):
+            if 0 <= dead <= same:
+                continue
+            del path[same + 1 :]
+            k = path[same]
+            dead = -1
+            for c in seq[same:]:
+                got = moves[k].get(c)
+                if got is None:
+                    got = move(k, c)
+                if got < 0:
+                    dead = len(path)
+                    break
+                k = got
+                path.append(k)
+            else:
+                bits[t >> 5] = bits.get(t >> 5, 0) | 1 << (t & 31)
         if bits:
             row[list(bits)] |= np.array(list(bits.values()), dtype=np.uint32)
 
