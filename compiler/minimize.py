@@ -114,12 +114,44 @@ def gather_rows(starts: NDArray[np.int64], flat: NDArray[Any], ids: NDArray[Any]
 _CHUNK_CELLS = 1 << 20  # transitions handled per array pass (bounds the temporaries of a large table)
 
 
-def _sparse_hashes(dirty: NDArray[Any], out: NDArray[np.int64], live_tgt: NDArray[Any], live_col: NDArray[Any],
-                   block: NDArray[np.int64], mult: NDArray[np.int64], base: NDArray[np.int64]) -> NDArray[np.int64]:
-    """The signatures of the ``dirty`` states (``[dirty, 2]``), from their live transitions:
-    ``base + sum((block + 1) * mult)`` over each state's, wrapping. In chunks of about
-    :data:`_CHUNK_CELLS` transitions (a first round hashes every state); each state's sum lies
-    within one chunk, so the values do not depend on the chunking."""
+def _runs(out: NDArray[np.int64], live_src: NDArray[Any], live_col: NDArray[Any], live_tgt: NDArray[Any],
+          mult: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[Any], NDArray[Any], NDArray[np.int64]]:
+    """The live transitions in runs: consecutive columns of one state with one target.
+
+    Returns ``(run_out, run_src, run_tgt, run_mult)``: state ``s`` has the runs
+    ``run_out[s]:run_out[s + 1]``, each with its source, its target and the sum of its
+    columns' multipliers (``[2, runs]``, wrapping). A state's signature sums ``(block + 1) *
+    mult`` over its live transitions, so a run's term is ``(block + 1)`` times its sum: the
+    same value from fewer terms (a string's state sends most of its classes to one state).
+    The sums are taken in chunks of about :data:`_CHUNK_CELLS` transitions (the int64
+    temporaries of a large table stay bounded)."""
+    t = live_tgt.shape[0]
+    brk = np.empty(t, dtype=np.bool_)
+    brk[:1] = True
+    np.not_equal(live_tgt[1:], live_tgt[:-1], out=brk[1:])
+    rows = out[1:-1]
+    brk[rows[rows < t]] = True  # (a run never crosses into the next state's row)
+    starts = np.flatnonzero(brk)
+    del brk
+    run_mult = np.empty((2, starts.shape[0]), dtype=np.int64)
+    i = 0
+    with np.errstate(over="ignore"):
+        while i < starts.shape[0]:
+            j = max(i + 1, int(np.searchsorted(starts, int(starts[i]) + _CHUNK_CELLS, side="left")))
+            lo, hi = int(starts[i]), int(starts[j]) if j < starts.shape[0] else t
+            for k in (0, 1):
+                run_mult[k, i:j] = np.add.reduceat(mult[k][live_col[lo:hi]], starts[i:j] - lo)
+            i = j
+    return np.searchsorted(starts, out).astype(np.int64), live_src[starts], live_tgt[starts], run_mult
+
+
+def _sparse_hashes(dirty: NDArray[Any], out: NDArray[np.int64], run_tgt: NDArray[Any], run_mult: NDArray[np.int64],
+                   block: NDArray[np.int64], base: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The signatures of the ``dirty`` states (``[dirty, 2]``), from their runs of live
+    transitions (:func:`_runs`; state ``s`` has ``out[s]:out[s + 1]``): ``base + sum((block
+    + 1) * run_mult)`` over each state's, wrapping. In chunks of about :data:`_CHUNK_CELLS`
+    runs (a first round hashes every state); each state's sum lies within one chunk, so the
+    values do not depend on the chunking."""
     h = np.empty((dirty.shape[0], 2), dtype=np.int64)
     ends_all = np.cumsum(out[dirty + 1] - out[dirty])
     a = 0
@@ -127,13 +159,12 @@ def _sparse_hashes(dirty: NDArray[Any], out: NDArray[np.int64], live_tgt: NDArra
         done = int(ends_all[a - 1]) if a else 0
         b = max(a + 1, int(np.searchsorted(ends_all, done + _CHUNK_CELLS, side="right")))
         pos, cnt = _positions(out, dirty[a:b])
-        succ = block[live_tgt[pos]] + 1
-        cols = live_col[pos]
+        succ = block[run_tgt[pos]] + 1
         ends = np.cumsum(cnt)
         with np.errstate(over="ignore"):
             for k in (0, 1):
                 acc = np.zeros(pos.shape[0] + 1, dtype=np.int64)
-                np.cumsum(succ * mult[k][cols], out=acc[1:])
+                np.cumsum(succ * run_mult[k][pos], out=acc[1:])
                 h[a:b, k] = base[k] + acc[ends] - acc[ends - cnt]
         a = b
     return h
@@ -188,10 +219,14 @@ def _incremental_rounds(
         live_src[at:end] = s_ + lo
         live_col[at:end] = c_
         live_tgt[at:end] = part[s_, c_]
-    src, pstart = predecessors(live_src, live_tgt, n)
-    del live_src
     # random odd multipliers, one pair per column (more drawn, fixed seed, for a wide table)
     mult = (_MULT if c <= _MULT.shape[1] else np.random.default_rng(c).integers(1, 2**62, size=(2, c)) | 1)[:, :c]
+    # the transitions in runs of one target (the predecessors of a state once per run: the
+    # same distinct ones, fewer repeats)
+    run_out, run_src, run_tgt, run_mult = _runs(out, live_src, live_col, live_tgt, mult)
+    del live_src
+    src, pstart = predecessors(run_src, run_tgt, n)
+    del run_src
     # A signature hashes a state's row of successor blocks (-1 where a transition is
     # missing): sum over the columns of block * mult, wrapping. The missing columns' -mult
     # is the all-missing row's hash less the live columns' share, so the sum runs over the
@@ -219,7 +254,7 @@ def _incremental_rounds(
             with np.errstate(over="ignore"):  # wrapping int64 arithmetic
                 h = ext[rows] @ mult.T  # [dirty, 2]
         else:
-            h = _sparse_hashes(dirty, out, live_tgt, live_col, block, mult, base)
+            h = _sparse_hashes(dirty, run_out, run_tgt, run_mult, block, base)
         if dirty.shape[0] <= SMALL_ROUND:
             moved_list, count = _small_round(dirty, h, block, size, has_sig, sig1, sig2, count)
             if moved_list is None:

@@ -937,6 +937,45 @@ def test_byte_classes_merge_exactly_the_equal_columns(seed: int, digests: str,
         assert list(dict.fromkeys(firsts)) == list(range(got.num_classes))
 
 
+@pytest.mark.parametrize("chunk", [1, 5, minimize_mod._CHUNK_CELLS], ids=["chunks-of-1", "chunks-of-5", "one-chunk"])
+def test_runs_of_one_target_sum_to_the_signatures_of_the_transitions(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A run's multiplier sum stands for its columns: every state's signature from its runs is
+    # the wrapping sum over its live transitions one by one; runs stay within a state's row
+    # and are maximal (two runs of a row that meet have different targets); the run sources
+    # and targets are the distinct pairs of each stretch.
+    monkeypatch.setattr(minimize_mod, "_CHUNK_CELLS", chunk)
+    rng = random.Random(7)
+    wrap = lambda x: (x + 2**63) % 2**64 - 2**63  # noqa: E731
+    for _ in range(40):
+        n, c = rng.randint(1, 30), rng.randint(1, 9)
+        trans = np.full((n, c), DEAD, dtype=np.int32)
+        for s in range(n):  # runs of one target, as a string's classes have
+            for col in range(c):
+                r = rng.random()
+                trans[s, col] = DEAD if r < 0.3 else trans[s, col - 1] if col and r < 0.7 else rng.randrange(n)
+        src_, col_ = np.nonzero(trans >= 0)
+        out = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum((trans >= 0).sum(axis=1), out=out[1:])
+        mult = minimize_mod._MULT[:, :c]
+        run_out, run_src, run_tgt, run_mult = minimize_mod._runs(
+            out, src_.astype(np.int32), col_.astype(np.int32), trans[src_, col_].astype(np.int32), mult)
+        block = np.asarray([rng.randrange(4) for _ in range(n)], dtype=np.int64)
+        base = [wrap(-sum(int(x) for x in mult[k])) for k in (0, 1)]
+        h = minimize_mod._sparse_hashes(np.arange(n, dtype=np.int64), run_out, run_tgt, run_mult, block,
+                                        np.asarray(base, dtype=np.int64))
+        for s in range(n):
+            want = [wrap(base[k] + sum((int(block[t]) + 1) * int(mult[k][col]) for col, t in enumerate(trans[s].tolist())
+                                       if t >= 0)) for k in (0, 1)]
+            assert h[s].tolist() == want
+            a, b = int(run_out[s]), int(run_out[s + 1])
+            assert run_src[a:b].tolist() == [s] * (b - a)
+            tg = run_tgt[a:b].tolist()
+            assert all(x != y for x, y in zip(tg, tg[1:]))  # maximal runs
+            live = [t for t in trans[s].tolist() if t >= 0]
+            assert tg == [t for i, t in enumerate(live) if i == 0 or live[i - 1] != t]
+        assert int(run_out[-1]) == run_tgt.shape[0]
+
+
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("dense_cells", [0, minimize_mod.DENSE_HASH_CELLS], ids=["sparse", "dense"])
 def test_small_rounds_number_blocks_as_the_array_rounds(seed: int, dense_cells: int,
