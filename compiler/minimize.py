@@ -8,6 +8,7 @@ in class order), so equal languages over equal classes give identical arrays.
 from __future__ import annotations
 
 import struct
+import sys
 import time
 from typing import Any
 
@@ -25,12 +26,39 @@ _MULT = _RNG.integers(1, 2**62, size=(2, 4096), dtype=np.int64) | 1
 
 
 def _row_ids(rows: NDArray[np.int64]) -> tuple[NDArray[np.int64], int]:
-    """Dense ids for identical rows, exactly (sorting whole rows)."""
-    contiguous = np.ascontiguousarray(rows)
-    view = contiguous.view(np.dtype((np.void, contiguous.dtype.itemsize * contiguous.shape[1])))
-    _, inverse = np.unique(view.ravel(), return_inverse=True)
-    inv = np.asarray(inverse, dtype=np.int64).reshape(-1)
-    return inv, int(inv.max()) + 1 if inv.size else 0
+    """Dense ids for identical rows, exactly (sorting whole rows), numbered in the order of
+    the rows' bytes: a row's native int64s compared byte by byte, as a sort of the rows as
+    raw records orders them. Rows of up to :data:`_KEY_COLUMNS` columns sort as that many
+    integer keys (each column's bytes read as an unsigned integer, first byte highest: the
+    same order), which is several times faster than a sort of records."""
+    m = rows.shape[0]
+    k = rows.shape[1] if rows.ndim == 2 else 1
+    if k > _KEY_COLUMNS or not m:
+        contiguous = np.ascontiguousarray(rows)
+        view = contiguous.view(np.dtype((np.void, contiguous.dtype.itemsize * contiguous.shape[1])))
+        _, inverse = np.unique(view.ravel(), return_inverse=True)
+        inv = np.asarray(inverse, dtype=np.int64).reshape(-1)
+        return inv, int(inv.max()) + 1 if inv.size else 0
+    cols = rows.reshape(m, k)
+    keys = []
+    for j in range(k):
+        col = np.ascontiguousarray(cols[:, j], dtype=np.int64).view(np.uint64)
+        keys.append(col.byteswap() if _LITTLE else col)
+    order = np.argsort(keys[0], kind="stable") if k == 1 else np.lexsort(keys[::-1])
+    first = np.zeros(m, dtype=np.bool_)  # where a sorted row differs from the one before
+    first[0] = True
+    for key in keys:
+        s = key[order]
+        first[1:] |= s[1:] != s[:-1]
+    ids = np.cumsum(first, dtype=np.int64)
+    ids -= 1
+    inv = np.empty(m, dtype=np.int64)
+    inv[order] = ids
+    return inv, int(ids[-1]) + 1
+
+
+_KEY_COLUMNS = 3
+_LITTLE = sys.byteorder == "little"
 
 
 def _is_congruence(block: NDArray[np.int64], initial: NDArray[np.int64], out: NDArray[np.int64],
@@ -232,10 +260,10 @@ def _incremental_rounds(
     # is the all-missing row's hash less the live columns' share, so the sum runs over the
     # live transitions only (a fraction of the table): base + (block + 1) * mult over them.
     # A small table hashes its dirty rows whole, which is faster there (the same values).
-    tz = np.where(trans >= 0, trans, n).astype(np.int64) if n * c <= DENSE_HASH_CELLS else None
-    if tz is None:
-        with np.errstate(over="ignore"):
-            base = -mult.sum(axis=1)
+    dense = n * c <= DENSE_HASH_CELLS
+    with np.errstate(over="ignore"):
+        base = -mult.sum(axis=1)
+    mult_t = np.ascontiguousarray(mult.T)
     dirty = np.arange(n, dtype=np.int64)
     rounds = 0
     stable = True
@@ -249,18 +277,20 @@ def _incremental_rounds(
         if deadline is not None and time.monotonic() > deadline:
             raise TimeLimitExceeded("compile time (s)", limit=0)
         rounds += 1
-        if tz is not None or dirty.shape[0] * c <= SMALL_ROUND_CELLS:  # rows hashed whole (the same values)
-            rows = tz[dirty] if tz is not None else np.where(trans[dirty] >= 0, trans[dirty], n)
+        if dense or dirty.shape[0] * c <= SMALL_ROUND_CELLS:  # rows hashed whole (the same values)
             with np.errstate(over="ignore"):  # wrapping int64 arithmetic
-                h = ext[rows] @ mult.T  # [dirty, 2]
+                h = ext[trans[dirty]] @ mult_t  # [dirty, 2] (a missing transition, -1, reads ext[n]: -1)
         else:
             h = _sparse_hashes(dirty, run_out, run_tgt, run_mult, block, base)
         if dirty.shape[0] <= SMALL_ROUND:
             moved_list, count = _small_round(dirty, h, block, size, has_sig, sig1, sig2, count)
             if moved_list is None:
                 break
-            pred = gather_rows(pstart, src, np.asarray(moved_list, dtype=np.int64))
-            dirty = sorted_unique(pred, n)
+            # their predecessors, a few slices of the list (no array pass over offsets)
+            got: set[int] = set()
+            for s in moved_list:
+                got.update(src[pstart.item(s) : pstart.item(s + 1)].tolist())
+            dirty = np.asarray(sorted(got), dtype=np.int64)
             continue
         b = block[dirty]
         match = has_sig[b] & (h[:, 0] == sig1[b]) & (h[:, 1] == sig2[b])

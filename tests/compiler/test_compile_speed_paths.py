@@ -937,6 +937,25 @@ def test_byte_classes_merge_exactly_the_equal_columns(seed: int, digests: str,
         assert list(dict.fromkeys(firsts)) == list(range(got.num_classes))
 
 
+@pytest.mark.parametrize("columns", [1, 2, 3, 5])
+def test_row_ids_number_rows_in_the_order_of_their_bytes(columns: int) -> None:
+    # Rows of a few columns sort as integer keys: the ids must be those of a sort of the
+    # rows as raw records (the order the block ids of a refinement follow), negative values,
+    # repeats and rows that differ only in a later column included.
+    rng = np.random.default_rng(columns)
+    for m in (1, 2, 7, 300, 5000):
+        for card in (1, 3, m):
+            pool = rng.integers(-2**63, 2**63 - 1, size=(card, columns), dtype=np.int64, endpoint=True)
+            pool[: card // 2, :-1] = pool[0, :-1]  # (rows alike but in the last column)
+            rows = pool[rng.integers(0, card, size=m)]
+            flat = np.ascontiguousarray(rows)
+            records = flat.view(np.dtype((np.void, 8 * columns))).ravel()
+            _, want = np.unique(records, return_inverse=True)
+            got, count = minimize_mod._row_ids(rows)
+            assert got.tolist() == np.asarray(want).reshape(-1).tolist()
+            assert count == len(set(records.tolist()))
+
+
 @pytest.mark.parametrize("chunk", [1, 5, minimize_mod._CHUNK_CELLS], ids=["chunks-of-1", "chunks-of-5", "one-chunk"])
 def test_runs_of_one_target_sum_to_the_signatures_of_the_transitions(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
     # A run's multiplier sum stands for its columns: every state's signature from its runs is
