@@ -502,7 +502,7 @@ def _renumber(dfa: Dfa, old: NDArray[np.int64], new_id: NDArray[np.int32]) -> Df
 
 
 MAX_ROUNDS: int | None = None
-DENSE_HASH_CELLS = 1 << 21  # tables up to this many cells hash their rows whole
+DENSE_HASH_CELLS = 1 << 16  # tables up to this many cells hash their rows whole (larger ones hash runs)
 MAX_STATES = 300_000  # past this the DFA is only numbered canonically (correct, larger)
 
 
