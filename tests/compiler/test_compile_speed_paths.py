@@ -937,6 +937,17 @@ def test_byte_classes_merge_exactly_the_equal_columns(seed: int, digests: str,
         assert list(dict.fromkeys(firsts)) == list(range(got.num_classes))
 
 
+def test_block_ids_renumbered_densely_keep_their_order() -> None:
+    # (a refinement's result: ids ranked among those used, the smallest 0)
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 2, 9, 500):
+        for spread in (1, 2 * n + 1):
+            block = rng.integers(0, spread, size=n).astype(np.int64)
+            want = np.asarray(np.unique(block, return_inverse=True)[1], dtype=np.int64).reshape(-1)
+            got = minimize_mod._dense(block)
+            assert got.dtype == np.int64 and got.tolist() == want.tolist()
+
+
 @pytest.mark.parametrize("columns", [1, 2, 3, 5])
 def test_row_ids_number_rows_in_the_order_of_their_bytes(columns: int) -> None:
     # Rows of a few columns sort as integer keys: the ids must be those of a sort of the
