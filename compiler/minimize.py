@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 
 from maskc.compiler.dfa import DEAD, SMALL_TABLE, Dfa, distinct_in_order, sorted_unique
 from maskc.compiler.errors import TimeLimitExceeded
+from maskc.compiler.trie import unique_inverse
 
 __all__ = ["minimize", "minimal_blocks", "refine", "refine_pair", "canonical", "canonical_order"]
 
@@ -31,18 +32,16 @@ def _row_ids(rows: NDArray[np.int64]) -> tuple[NDArray[np.int64], int]:
     raw records orders them. Rows of up to :data:`_KEY_COLUMNS` columns sort as that many
     integer keys (each column's bytes read as an unsigned integer, first byte highest: the
     same order), which is several times faster than a sort of records."""
-    m = rows.shape[0]
-    k = rows.shape[1] if rows.ndim == 2 else 1
+    m, k = rows.shape
     if k > _KEY_COLUMNS or not m:
         contiguous = np.ascontiguousarray(rows)
         view = contiguous.view(np.dtype((np.void, contiguous.dtype.itemsize * contiguous.shape[1])))
         _, inverse = np.unique(view.ravel(), return_inverse=True)
         inv = np.asarray(inverse, dtype=np.int64).reshape(-1)
         return inv, int(inv.max()) + 1 if inv.size else 0
-    cols = rows.reshape(m, k)
     keys = []
     for j in range(k):
-        col = np.ascontiguousarray(cols[:, j], dtype=np.int64).view(np.uint64)
+        col = np.ascontiguousarray(rows[:, j], dtype=np.int64).view(np.uint64)
         keys.append(col.byteswap() if _LITTLE else col)
     order = np.argsort(keys[0], kind="stable") if k == 1 else np.lexsort(keys[::-1])
     first = np.zeros(m, dtype=np.bool_)  # where a sorted row differs from the one before
@@ -143,16 +142,15 @@ _CHUNK_CELLS = 1 << 20  # transitions handled per array pass (bounds the tempora
 
 
 def _runs(out: NDArray[np.int64], live_src: NDArray[Any], live_col: NDArray[Any], live_tgt: NDArray[Any],
-          mult: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[Any], NDArray[Any], NDArray[np.int64]]:
+          mult: NDArray[np.int64] | None) -> tuple[NDArray[np.int64], NDArray[Any], NDArray[Any], NDArray[np.int64] | None]:
     """The live transitions in runs: consecutive columns of one state with one target.
 
     Returns ``(run_out, run_src, run_tgt, run_mult)``: state ``s`` has the runs
     ``run_out[s]:run_out[s + 1]``, each with its source, its target and the sum of its
-    columns' multipliers (``[2, runs]``, wrapping). A state's signature sums ``(block + 1) *
-    mult`` over its live transitions, so a run's term is ``(block + 1)`` times its sum: the
-    same value from fewer terms (a string's state sends most of its classes to one state).
-    The sums are taken in chunks of about :data:`_CHUNK_CELLS` transitions (the int64
-    temporaries of a large table stay bounded)."""
+    columns' multipliers (``[2, runs]``, wrapping; None without ``mult``, for a table whose
+    rows are hashed whole). A state's signature sums ``(block + 1) * mult`` over its live
+    transitions, so a run's term is ``(block + 1)`` times its sum: the same value from fewer
+    terms (a string's state sends most of its classes to one state)."""
     t = live_tgt.shape[0]
     brk = np.empty(t, dtype=np.bool_)
     brk[:1] = True
@@ -161,6 +159,15 @@ def _runs(out: NDArray[np.int64], live_src: NDArray[Any], live_col: NDArray[Any]
     brk[rows[rows < t]] = True  # (a run never crosses into the next state's row)
     starts = np.flatnonzero(brk)
     del brk
+    run_mult = None if mult is None else _run_sums(starts, live_col, mult)
+    return np.searchsorted(starts, out).astype(np.int64), live_src[starts], live_tgt[starts], run_mult
+
+
+def _run_sums(starts: NDArray[np.int64], live_col: NDArray[Any], mult: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Each run's sum of its columns' multipliers (``[2, runs]``, wrapping), the runs starting
+    at ``starts`` of the live transitions; in chunks of about :data:`_CHUNK_CELLS`
+    transitions (the int64 temporaries of a large table stay bounded)."""
+    t = live_col.shape[0]
     run_mult = np.empty((2, starts.shape[0]), dtype=np.int64)
     i = 0
     with np.errstate(over="ignore"):
@@ -170,7 +177,7 @@ def _runs(out: NDArray[np.int64], live_src: NDArray[Any], live_col: NDArray[Any]
             for k in (0, 1):
                 run_mult[k, i:j] = np.add.reduceat(mult[k][live_col[lo:hi]], starts[i:j] - lo)
             i = j
-    return np.searchsorted(starts, out).astype(np.int64), live_src[starts], live_tgt[starts], run_mult
+    return run_mult
 
 
 def _sparse_hashes(dirty: NDArray[Any], out: NDArray[np.int64], run_tgt: NDArray[Any], run_mult: NDArray[np.int64],
@@ -249,9 +256,11 @@ def _incremental_rounds(
         live_tgt[at:end] = part[s_, c_]
     # random odd multipliers, one pair per column (more drawn, fixed seed, for a wide table)
     mult = (_MULT if c <= _MULT.shape[1] else np.random.default_rng(c).integers(1, 2**62, size=(2, c)) | 1)[:, :c]
+    # A small table hashes its dirty rows whole, which is faster there (the same values).
+    dense = n * c <= DENSE_HASH_CELLS
     # the transitions in runs of one target (the predecessors of a state once per run: the
-    # same distinct ones, fewer repeats)
-    run_out, run_src, run_tgt, run_mult = _runs(out, live_src, live_col, live_tgt, mult)
+    # same distinct ones, fewer repeats), hashed by their runs where the table is not small
+    run_out, run_src, run_tgt, run_mult = _runs(out, live_src, live_col, live_tgt, None if dense else mult)
     del live_src
     src, pstart = predecessors(run_src, run_tgt, n)
     del run_src
@@ -259,8 +268,6 @@ def _incremental_rounds(
     # missing): sum over the columns of block * mult, wrapping. The missing columns' -mult
     # is the all-missing row's hash less the live columns' share, so the sum runs over the
     # live transitions only (a fraction of the table): base + (block + 1) * mult over them.
-    # A small table hashes its dirty rows whole, which is faster there (the same values).
-    dense = n * c <= DENSE_HASH_CELLS
     with np.errstate(over="ignore"):
         base = -mult.sum(axis=1)
     mult_t = np.ascontiguousarray(mult.T)
@@ -281,6 +288,7 @@ def _incremental_rounds(
             with np.errstate(over="ignore"):  # wrapping int64 arithmetic
                 h = ext[trans[dirty]] @ mult_t  # [dirty, 2] (a missing transition, -1, reads ext[n]: -1)
         else:
+            assert run_mult is not None  # (not dense)
             h = _sparse_hashes(dirty, run_out, run_tgt, run_mult, block, base)
         if dirty.shape[0] <= SMALL_ROUND:
             moved_list, count = _small_round(dirty, h, block, size, has_sig, sig1, sig2, count)
@@ -349,16 +357,11 @@ def _incremental_rounds(
 
 
 def _dense(block: NDArray[np.int64]) -> NDArray[np.int64]:
-    """Block ids renumbered densely, in the order of the ids: each id's rank among the ids
-    used, read from a table of flags (the ids are below twice the state count: no sort)."""
+    """Block ids renumbered densely, in the order of the ids (ranks from a table of flags:
+    the ids are below twice the state count, so no sort)."""
     if not block.size:
         return block.astype(np.int64)
-    used = np.zeros(int(block.max()) + 1, dtype=np.bool_)
-    used[block] = True
-    rank = np.cumsum(used, dtype=np.int64)
-    rank -= 1
-    out: NDArray[np.int64] = rank[block]
-    return out
+    return unique_inverse(block, int(block.max()) + 1)[1]
 
 
 SMALL_ROUND = 64

@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = ["TokenTrie", "ClassTrie", "build_trie", "byte_class_trie", "class_trie", "walk_dense", "walk_sparse", "walk_loops",
-           "PairMemo", "walk_memo", "first_node", "loop_region", "sink_table", "walk_from"]
+           "PairMemo", "walk_memo", "first_node", "loop_region", "sink_table", "walk_from", "unique_inverse"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +191,7 @@ def class_trie(trie: TokenTrie, node_class: NDArray[np.int64], num_classes: int)
         pbase = -1 if d == 0 else level[-2]
         pc = np.zeros(hi - lo, dtype=np.int64) if d == 0 else of_node[trie.parent[lo:hi]] - pbase
         key = pc * num_classes + node_class[lo:hi]
-        uniq, inv = _unique_inverse(key, (level[-1] - pbase) * num_classes)
+        uniq, inv = unique_inverse(key, (level[-1] - pbase) * num_classes)
         of_node[lo:hi] = level[-1] + inv
         parents.append(uniq // num_classes + pbase)
         classes.append(uniq % num_classes)
@@ -206,7 +206,7 @@ def class_trie(trie: TokenTrie, node_class: NDArray[np.int64], num_classes: int)
                      _starts(parent[roots:], nodes, roots), end, tok_order, _starts(end, nodes, 0))
 
 
-def _unique_inverse(key: NDArray[np.int64], bound: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+def unique_inverse(key: NDArray[np.int64], bound: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """``np.unique(key, return_inverse=True)`` for keys in ``0..bound - 1``: by marking a
     table of ``bound`` entries when that is not much longer than ``key`` (no sort)."""
     if bound <= 16 * key.shape[0] + 4096:

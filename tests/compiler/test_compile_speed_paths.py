@@ -542,12 +542,12 @@ def test_a_loop_region_is_kept_by_its_bytes_across_grammars(monkeypatch: pytest.
 def test_unique_by_marking_matches_numpy_unique(seed: int) -> None:
     """The class trie's per-level grouping (a marked table when the key range is short, a
     sort otherwise) gives numpy's sorted keys and inverse on either path."""
-    from maskc.compiler.trie import _unique_inverse
+    from maskc.compiler.trie import unique_inverse
 
     rng = np.random.default_rng(seed)
     for n, bound in ((0, 5), (1, 1), (50, 60), (200, 10**6), (3000, 40000)):
         key = rng.integers(0, bound, size=n).astype(np.int64)
-        uniq, inv = _unique_inverse(key, bound)
+        uniq, inv = unique_inverse(key, bound)
         want_u, want_i = np.unique(key, return_inverse=True)
         assert uniq.tolist() == want_u.tolist()
         assert inv.tolist() == want_i.reshape(-1).tolist()
@@ -989,6 +989,7 @@ def test_runs_of_one_target_sum_to_the_signatures_of_the_transitions(chunk: int,
         mult = minimize_mod._MULT[:, :c]
         run_out, run_src, run_tgt, run_mult = minimize_mod._runs(
             out, src_.astype(np.int32), col_.astype(np.int32), trans[src_, col_].astype(np.int32), mult)
+        assert run_mult is not None
         block = np.asarray([rng.randrange(4) for _ in range(n)], dtype=np.int64)
         base = [wrap(-sum(int(x) for x in mult[k])) for k in (0, 1)]
         h = minimize_mod._sparse_hashes(np.arange(n, dtype=np.int64), run_out, run_tgt, run_mult, block,
