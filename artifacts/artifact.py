@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from maskc.artifacts import format as fmt
+from maskc.artifacts.bitmask import write_ids
 from maskc.artifacts.contexts import ContextTable, build_contexts
 from maskc.artifacts.io import (map_artifact_file, parse_artifact_bytes, remember_verified, save_bytes, verified_file,
                                 write_atomic)
@@ -227,8 +228,8 @@ class Artifact:
         self._rows: dict[int, NDArray[np.int32]] = {}  # mask id -> decoded row
         self._state_rows: dict[int, NDArray[np.int32]] = {}  # state -> its mask's row
         self._full: NDArray[np.uint32] | None = None
-        self._plans: dict[int, NDArray[np.int32] | tuple[tuple[int, int], ...]] = {}  # state -> fill_plan
-        self._mask_plans: dict[int, NDArray[np.int32] | tuple[tuple[int, int], ...]] = {}  # mask -> fill_plan
+        self._plans: dict[int, NDArray[np.int32] | list[int]] = {}  # state -> fill_plan
+        self._mask_plans: dict[int, NDArray[np.int32] | list[int]] = {}  # mask -> fill_plan
         self._torch_rows: dict[tuple[int, str], Any] = {}
         self._step_cache: dict[tuple[int, int], int] = {}
         self._forced: dict[int, bytes] = {}
@@ -384,13 +385,14 @@ class Artifact:
             self._state_rows[state] = row
         return row
 
-    def fill_plan(self, state: int) -> NDArray[np.int32] | tuple[tuple[int, int], ...]:
-        """What writing the row of ``state`` takes, cached per state and per mask: the (word,
-        int32 value) pairs of its nonzero words when its mask is a short allow list, else its
-        row.
+    def fill_plan(self, state: int) -> NDArray[np.int32] | list[int]:
+        """What writing the row of ``state`` takes, cached per state and per mask: the token
+        ids of its mask when that is a short allow list (a list), else its row.
 
-        Most masks allow a few tokens: writing them is a clear and a few word stores into the
-        caller's bitmask, and no 16 KiB row (for a 128k vocabulary) is decoded or kept.
+        Most masks allow a few tokens: writing them is a clear and a bit set per token into
+        the caller's bitmask (:func:`write_ids`), and no 16 KiB row (for a 128k vocabulary)
+        is decoded or kept. The ids are read from the store as they are: a first visit does
+        no more than that.
         """
         plan = self._plans.get(state)
         if plan is None:
@@ -400,10 +402,7 @@ class Artifact:
                 masks = self.masks
                 a, b = masks.offsets.item(m), masks.offsets.item(m + 1)
                 if b - a <= _SMALL and masks.kinds.item(m) == KIND_ALLOW:
-                    words: dict[int, int] = {}
-                    for i in masks.data[a:b].tolist():
-                        words[i >> 5] = words.get(i >> 5, 0) | 1 << (i & 31)
-                    plan = tuple([(w, v - 4294967296 if v >> 31 else v) for w, v in words.items()])  # int32 words
+                    plan = masks.data[a:b].tolist()
                 else:
                     plan = self.mask_row_of(m)
                 self._mask_plans[m] = plan
@@ -414,14 +413,12 @@ class Artifact:
 
     def row_plan(self, state: int) -> NDArray[np.int32]:
         """The row of ``state`` as its fill plan from now on (a state visited again: one row
-        copy per fill beats a clear and word stores), shared by the states of its mask."""
+        copy per fill beats a clear and a bit set per token), shared by the states of its mask."""
         m = self.state_mask.item(state)
         plan = self._mask_plans.get(m)
-        if type(plan) is tuple and m not in self._rows:  # its nonzero words are known: stored, not decoded
+        if type(plan) is list and m not in self._rows:  # its ids are known: set, not decoded
             row = np.zeros(bitmask_words(self.vocab_size), dtype=np.int32)
-            words = row.data
-            for w, v in plan:
-                words[w] = v
+            write_ids(row, plan)
             row = self._keep_row(m, row)
         else:
             row = self.mask_row_of(m)

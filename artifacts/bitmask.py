@@ -7,7 +7,7 @@ from numpy.typing import NDArray
 
 from maskc.compiler.maskstore import bitmask_words, unpack_bool
 
-__all__ = ["bitmask_shape", "allocate_bitmask_np", "unpack_bitmask"]
+__all__ = ["bitmask_shape", "allocate_bitmask_np", "unpack_bitmask", "write_ids"]
 
 
 def bitmask_shape(batch: int, vocab_size: int) -> tuple[int, int]:
@@ -27,3 +27,16 @@ def allocate_bitmask_np(batch: int, vocab_size: int) -> NDArray[np.int32]:
 def unpack_bitmask(row: NDArray[np.int32], vocab_size: int) -> NDArray[np.bool_]:
     """One bitmask row as a boolean array of width ``vocab_size``."""
     return unpack_bool(np.ascontiguousarray(row, dtype="<i4"), vocab_size)
+
+
+# int32 words of one set bit each, bit 31 negative: OR-ed into a word read as a Python int,
+# they give the int32 value to store back (two's complement), with no conversion
+_BITS = tuple([1 << b for b in range(31)] + [-(1 << 31)])
+
+
+def write_ids(row: NDArray[np.int32], ids: list[int]) -> None:
+    """Set the bits of token ``ids`` in the int32 bitmask ``row`` (one word read and written
+    per id, in Python ints: for a few ids, cheaper than any array call)."""
+    for i in ids:
+        w = i >> 5
+        row[w] = row.item(w) | _BITS[i & 31]

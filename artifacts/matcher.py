@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from maskc.artifacts.bitmask import write_ids
 from maskc.compiler.maskstore import bitmask_words
 from maskc.compiler.utf8 import whole_chars
 
@@ -281,6 +282,8 @@ class Matcher:
         self._state_rows: dict[int, NDArray[np.int32]] = artifact._state_rows
         self._plans = artifact._plans
         self._zero_row = zero_row(self._vocab_size)
+        self._class_table = artifact.dfa.class_table
+        self._step: Any = None  # the DFA's stepper, made on the first walk
 
     def __repr__(self) -> str:
         s = self._stack[-1]
@@ -329,8 +332,16 @@ class Matcher:
             nxt = _TERMINATED if self.artifact.dfa.accepting[state] else -1
         elif token_id >= len(self._tokens) or token_id in self._special or not self._tokens[token_id]:
             nxt = -1
-        else:
-            nxt = self.artifact.dfa.walk(state, self._tokens[token_id])
+        else:  # Dfa.walk, inlined with the matcher's own stepper: a first step costs one walk
+            step = self._step
+            if step is None:
+                step = self._step = self.artifact.dfa.stepper()
+            nxt = state
+            for c in self._tokens[token_id].translate(self._class_table):
+                nxt = step(nxt, c)
+                if nxt < 0:
+                    nxt = -1
+                    break
         self._step_cache[(state, token_id)] = nxt
         return nxt
 
@@ -409,19 +420,20 @@ class Matcher:
 
     def write_row(self, view: NDArray[np.int32], index: int) -> None:
         """Write the allowed set into ``view[index]`` (a validated numpy bitmask) through the
-        state's cached fill plan: on a first visit, a short allow list as a clear and a few
-        word stores; on later visits, and for any other mask, a row copy."""
+        state's cached fill plan: on a first visit, a short allow list as a clear and a bit
+        set per token; on later visits, and for any other mask, a row copy."""
         s = self._stack[-1]
         plan = self._plans.get(s)
         if plan is None:
-            plan = zero_row(self._vocab_size) if s == _TERMINATED else self.artifact.fill_plan(s)
-        elif type(plan) is tuple:
+            if s == _TERMINATED:
+                view[index] = self._zero_row
+                return
+            plan = self.artifact.fill_plan(s)
+        elif type(plan) is list:
             plan = self.artifact.row_plan(s)  # visited again: one row copy from now on
-        if type(plan) is tuple:
+        if type(plan) is list:
             view[index] = self._zero_row  # (a row copy: faster than fill(0))
-            out = view[index]
-            for w, v in plan:
-                out[w] = v
+            write_ids(view[index], plan)
         else:
             view[index] = plan
 

@@ -16,6 +16,7 @@ import torch
 import maskc
 from maskc.artifacts import torch as mt
 from maskc.artifacts.artifact import Artifact
+from maskc.artifacts.bitmask import write_ids
 from maskc.artifacts.io import save_bytes
 from maskc.artifacts.pushdown import _reachable_need
 from maskc.compiler.maskstore import KIND_ALLOW, KIND_DELTA, KIND_DENSE, KIND_REJECT, MaskStoreBuilder, unpack_bool
@@ -105,10 +106,9 @@ def test_short_delta_chains_flip_a_repeated_id_once_per_link(toy_vocab: Vocabula
 def _write(art: Artifact, state: int, out: np.ndarray) -> None:
     """What ``Matcher.fill_next_token_bitmask`` writes for ``state``, through its fill plan."""
     plan = art.fill_plan(state)
-    if type(plan) is tuple:
+    if type(plan) is list:
         out.fill(0)
-        for w, v in plan:
-            out[w] = v
+        write_ids(out, plan)
     else:
         out[:] = plan
 
@@ -128,7 +128,7 @@ def test_fill_plans_write_exactly_the_stored_rows(toy_vocab: Vocabulary) -> None
     art.masks = store
     art.state_mask = np.arange(store.num_masks, dtype=np.int32)  # state s shows mask s
     kinds = {type(art.fill_plan(s)) for s in range(store.num_masks)}
-    assert kinds == {tuple, np.ndarray}  # both paths are exercised
+    assert kinds == {list, np.ndarray}  # both paths are exercised
     out = np.full((vocab_size + 31) // 32, -1, dtype=np.int32)
     for visit in range(2):  # a first visit and a memoized one
         for s in range(store.num_masks):
@@ -142,11 +142,11 @@ def test_matcher_fills_equal_the_rows_on_every_visit(regular: Artifact) -> None:
     m = art.matcher()
     bm = maskc.allocate_bitmask_np(2, art.vocab_size)
     probe = _fresh(regular)
-    short = [s for s in range(art.num_states) if type(probe.fill_plan(s)) is tuple]
+    short = [s for s in range(art.num_states) if type(probe.fill_plan(s)) is list]
     assert short
     # the rows from the store itself: reading art's rows would fill its caches between visits
     want = [probe.masks.dense_row(int(probe.state_mask[s])) for s in range(art.num_states)]
-    for visit in range(3):  # a first visit (word stores), the one that keeps the row, a row copy
+    for visit in range(3):  # a first visit (bit sets), the one that keeps the row, a row copy
         for s in range(art.num_states):
             m._stack = [s]
             bm.fill(-1)
