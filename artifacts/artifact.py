@@ -590,9 +590,7 @@ def _bits(ids: NDArray[np.int32], words: int) -> NDArray[np.uint32]:
     """A row with the bits of ``ids`` set (ids distinct, as every stored list is)."""
     if ids.shape[0] <= _SMALL:  # a few ids: scalar stores beat the fixed cost of a scatter
         row = np.zeros(words, dtype=np.uint32)
-        view = row.data  # a writable memoryview: a store costs no numpy scalar
-        for i in ids.tolist():
-            view[i >> 5] |= 1 << (i & 31)
+        write_ids(row.view(np.int32), ids.tolist())
         return row
     shift = (ids & 31).astype(np.uint32)
     if ids.shape[0] > _SCATTER_MAX:  # long lists: one pass over the row beats a scatter per id

@@ -282,7 +282,6 @@ class Matcher:
         self._state_rows: dict[int, NDArray[np.int32]] = artifact._state_rows
         self._plans = artifact._plans
         self._zero_row = zero_row(self._vocab_size)
-        self._class_table = artifact.dfa.class_table
         self._step: Any = None  # the DFA's stepper, made on the first walk
 
     def __repr__(self) -> str:
@@ -332,16 +331,10 @@ class Matcher:
             nxt = _TERMINATED if self.artifact.dfa.accepting[state] else -1
         elif token_id >= len(self._tokens) or token_id in self._special or not self._tokens[token_id]:
             nxt = -1
-        else:  # Dfa.walk, inlined with the matcher's own stepper: a first step costs one walk
-            step = self._step
-            if step is None:
-                step = self._step = self.artifact.dfa.stepper()
-            nxt = state
-            for c in self._tokens[token_id].translate(self._class_table):
-                nxt = step(nxt, c)
-                if nxt < 0:
-                    nxt = -1
-                    break
+        else:
+            if self._step is None:  # (the stepper made once per matcher, not once per walk)
+                self._step = self.artifact.dfa.stepper()
+            nxt = self.artifact.dfa.walk(state, self._tokens[token_id], self._step)
         self._step_cache[(state, token_id)] = nxt
         return nxt
 

@@ -197,13 +197,15 @@ class Dfa:
         return self.rows[state][int(self.byte_class[byte])] if self._trans is None else int(
             self._trans[state, self.byte_class[byte]])
 
-    def walk(self, state: int, data: bytes) -> int:
+    def walk(self, state: int, data: bytes, step: Callable[[int, int], int] | None = None) -> int:
         """The state after all of ``data``, or -1 as soon as a byte is rejected.
 
         Byte transitions only: a counted loop (:attr:`counters`) is walked as an endless
         loop, which is what a token's mask needs (no token can reach a loop's exit); the
-        exact walk, with counts, is :meth:`maskc.compiler.counters.Counters.walk`."""
-        step = self.stepper()  # Python ints: no numpy scalar per byte
+        exact walk, with counts, is :meth:`maskc.compiler.counters.Counters.walk`.
+        ``step``: this automaton's :meth:`stepper`, kept by a caller that walks often."""
+        if step is None:
+            step = self.stepper()  # Python ints: no numpy scalar per byte
         for c in data.translate(self.class_table):
             state = step(state, c)
             if state < 0:
