@@ -180,27 +180,46 @@ class SharedShortTokens:
     """
 
     def __init__(self, tables: Sequence[TokenTable]) -> None:
-        index: dict[bytes, int] = {}
-        for t in tables:
-            sl = t.slices()[0]
-            raw = t.flat.tobytes()
-            for a, n in zip(sl.starts.tolist(), sl.lens.tolist()):
-                index.setdefault(raw[a : a + n], len(index))
-        strings = list(index)
-        lens = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
-        offsets = np.zeros(len(strings) + 1, dtype=np.int64)
-        np.cumsum(lens, out=offsets[1:])
-        flat = np.frombuffer(b"".join(strings), dtype=np.uint8)
-        self.table = TokenTable(flat, offsets, np.ones(len(strings), dtype=np.bool_), (), len(strings))
+        # Each short token as a key of its bytes (zero-padded to SHORT_TOKEN) and its length;
+        # the distinct keys numbered by first occurrence, the tables' tokens in turn.
+        slices = [t.slices()[0] for t in tables]
+        counts = [sl.ids.shape[0] for sl in slices]
+        lens = np.concatenate([sl.lens for sl in slices]) if slices else np.zeros(0, dtype=np.int64)
+        if lens.size and int(lens.max()) > SHORT_TOKEN:
+            raise ValueError("shared short tokens: a token longer than SHORT_TOKEN bytes")
+        rows = np.zeros((lens.shape[0], SHORT_TOKEN), dtype=np.uint8)
+        k = 0
+        for sl in slices:
+            n = sl.ids.shape[0]
+            rows[np.repeat(np.arange(k, k + n, dtype=np.int64), sl.lens), sl.pos] = sl.data
+            k += n
+        words = rows.view(">u8")  # (big-endian: the words order as the bytes do)
+        keys = (lens, *(words[:, j] for j in range(words.shape[1] - 1, -1, -1)))
+        order = np.lexsort(keys)  # stable: equal keys in order of occurrence
+        new = np.ones(order.shape[0], dtype=np.bool_)
+        if order.shape[0]:
+            new[1:] = np.any(np.stack([key[order[1:]] != key[order[:-1]] for key in keys]), axis=0)
+        group = np.cumsum(new) - 1  # per sorted position: its key's group
+        first = order[new]  # each group's first occurrence
+        rank = np.empty(first.shape[0], dtype=np.int64)
+        by_first = np.argsort(first, kind="stable")
+        rank[by_first] = np.arange(first.shape[0], dtype=np.int64)
+        string_of = np.empty(order.shape[0], dtype=np.int64)
+        string_of[order] = rank[group]  # each token's distinct string, numbered by first occurrence
+        heads = first[by_first]
+        head_lens = lens[heads]
+        offsets = np.zeros(heads.shape[0] + 1, dtype=np.int64)
+        np.cumsum(head_lens, out=offsets[1:])
+        flat = rows[heads][np.arange(SHORT_TOKEN)[None, :] < head_lens[:, None]]
+        self.table = TokenTable(flat, offsets, np.ones(heads.shape[0], dtype=np.bool_), (), int(heads.shape[0]))
         self.max_len = max((t.max_len for t in tables), default=0)
         place = self.table.short_positions()  # a distinct string's index among the table's short tokens
         # per tokenizer table (kept alive here, so that its arrays' ids stay its own)
         self._views: dict[tuple[int, int], tuple[TokenTable, ShortView]] = {}
-        for t in tables:
-            sl = t.slices()[0]
-            raw = t.flat.tobytes()
-            at = place[np.fromiter((index[raw[a : a + n]] for a, n in zip(sl.starts.tolist(), sl.lens.tolist())),
-                                   dtype=np.int64, count=sl.ids.shape[0])]
+        k = 0
+        for t, sl, n in zip(tables, slices, counts):
+            at = place[string_of[k : k + n]]
+            k += n
             positions = np.full(t.vocab_size, self.table.num_tokens, dtype=np.int64)
             positions[sl.ids] = at
             order = np.argsort(at, kind="stable")
@@ -286,7 +305,6 @@ class TokenSlice:
     seg: NDArray[np.int64]  # start of each token in `data`
     pos: NDArray[np.int64]  # position within its token, per byte
     data: NDArray[np.uint8]  # the selected tokens' bytes, concatenated
-    mult: NDArray[np.int64]  # [2, len(data)] position weights of the two hashes
 
 
 def _items_reach(table: TokenTable, completing: bytes, gap: int) -> int:
@@ -325,9 +343,7 @@ def token_slice(table: TokenTable, select: NDArray[np.bool_], by_first: bool = F
     seg = np.cumsum(lens) - lens
     pos = np.arange(int(lens.sum()), dtype=np.int64) - np.repeat(seg, lens)
     data = table.flat[np.repeat(starts, lens) + pos]
-    width = _SEQ_MULT.shape[1]
-    mult = _SEQ_MULT[:, np.minimum(pos, width - 1)]
-    return TokenSlice(ids, starts, lens, seg, pos, data, mult)
+    return TokenSlice(ids, starts, lens, seg, pos, data)
 
 
 def _group_sequences(sl: TokenSlice, vals: NDArray[np.int64]) -> NDArray[np.int64] | None:
@@ -342,9 +358,10 @@ def _group_sequences(sl: TokenSlice, vals: NDArray[np.int64]) -> NDArray[np.int6
         return np.zeros(0, dtype=np.int64)
     if int(sl.lens.max()) > _SEQ_MULT.shape[1]:
         return None
+    mult = _SEQ_MULT[:, sl.pos]  # position weights of the two hashes (positions fit: checked above)
     with np.errstate(over="ignore"):
-        h1 = np.add.reduceat(vals * sl.mult[0], sl.seg) * 31 + sl.lens
-        h2 = np.add.reduceat(vals * sl.mult[1], sl.seg)
+        h1 = np.add.reduceat(vals * mult[0], sl.seg) * 31 + sl.lens
+        h2 = np.add.reduceat(vals * mult[1], sl.seg)
     _, first, inverse = np.unique(h1, return_index=True, return_inverse=True)
     inv = np.asarray(inverse, dtype=np.int64).reshape(-1)
     head = first[inv]

@@ -70,40 +70,62 @@ def build_trie(starts: NDArray[np.int64], lens: NDArray[np.int64], flat: NDArray
         raise ValueError("trie tokens must be non-empty")
     if n and n * depth <= FEW_DEEP_CELLS:
         return _build_trie_at_once(starts, lens, flat, depth)
-    mat = np.zeros((n, max(depth, 1)), dtype=np.uint8)
-    for d in range(depth):
-        has = lens > d
-        mat[has, d] = flat[starts[has] + d]
+    # [depth, tokens]: row d holds each token's byte d (0 past its end), one scatter of all
+    # the bytes (a level's bytes then lie together: a gather per level reads one row)
+    mat = np.zeros((max(depth, 1), n), dtype=np.uint8)
+    seg = np.cumsum(lens) - lens
+    pos = np.arange(int(lens.sum()), dtype=np.int64) - np.repeat(seg, lens)
+    mat[pos, np.repeat(np.arange(n, dtype=np.int64), lens)] = flat[np.repeat(starts, lens) + pos]
     # Lexicographic order of the padded rows: tokens sharing a prefix are contiguous.
-    order = np.lexsort(mat.T[::-1]) if n else np.zeros(0, dtype=np.int64)
+    order = np.lexsort(mat[::-1]) if n else np.zeros(0, dtype=np.int64)
+    # Level by level, in that order: the tokens still as long as the level (the previous
+    # level's, fewer), each one's byte there and its node one level up.
+    idx = order
+    slen = lens[order]
     node_at = np.full(n, -1, dtype=np.int64)
+    par = np.full(n, -1, dtype=np.int64)
+    at = par  # (each level's nodes, in the order of idx)
     bytes_: list[NDArray[np.uint8]] = []
     parents: list[NDArray[np.int64]] = []
     level = [0]
     for d in range(depth):
-        idx = order[lens[order] > d]
-        col = mat[idx, d]
-        par = node_at[idx]
+        if d:
+            keep = slen > d
+            idx, slen, par = idx[keep], slen[keep], at[keep]
+        col = mat[d][idx]
         new = np.ones(idx.shape[0], dtype=np.bool_)
         new[1:] = (par[1:] != par[:-1]) | (col[1:] != col[:-1])
-        node_at[idx] = level[-1] + np.cumsum(new) - 1
+        at = np.cumsum(new) + (level[-1] - 1)
+        node_at[idx] = at
         bytes_.append(col[new])
         parents.append(par[new])
-        level.append(level[-1] + int(new.sum()))
+        level.append(level[-1] + bytes_[-1].shape[0])
     byte = np.concatenate(bytes_) if bytes_ else np.zeros(0, dtype=np.uint8)
     parent = np.concatenate(parents) if parents else np.zeros(0, dtype=np.int64)
-    first_count = np.bincount(mat[:, 0], minlength=256).astype(np.int64) if n else np.zeros(256, dtype=np.int64)
+    first_count = np.bincount(mat[0], minlength=256).astype(np.int64) if n else np.zeros(256, dtype=np.int64)
     return _trie(byte, parent, np.asarray(level, dtype=np.int64), node_at, first_count)
 
 
 def _trie(byte: NDArray[np.uint8], parent: NDArray[np.int64], level: NDArray[np.int64], node_at: NDArray[np.int64],
           first_count: NDArray[np.int64]) -> TokenTrie:
     """The :class:`TokenTrie` of nodes numbered level by level (``byte``, ``parent``,
-    ``level``) and each token's last node (``node_at``): its children and tokens indexed."""
+    ``level``) and each token's last node (``node_at``): its children and tokens indexed.
+
+    Nodes come level by level, each level in its parents' order, so ``parent`` never
+    decreases: a node's children start after the nodes of every smaller parent (counted,
+    the root's -1 first).
+    Tokens are ordered by end node by counting, unless two end at one node (equal bytes),
+    which a stable sort orders by id."""
     nodes = byte.shape[0]
-    child_start = np.searchsorted(parent, np.arange(nodes + 1, dtype=np.int64)).astype(np.int64)
-    tok_order = np.argsort(node_at, kind="stable").astype(np.int64)
-    tok_start = np.searchsorted(node_at[tok_order], np.arange(nodes + 1, dtype=np.int64)).astype(np.int64)
+    child_start = np.cumsum(np.bincount(parent + 1, minlength=nodes + 1)).astype(np.int64)  # parent < each node
+    per_node = np.bincount(node_at, minlength=nodes)
+    tok_start = np.zeros(nodes + 1, dtype=np.int64)
+    np.cumsum(per_node, out=tok_start[1:])
+    if node_at.shape[0] and int(per_node.max()) > 1:
+        tok_order = np.argsort(node_at, kind="stable").astype(np.int64)
+    else:
+        tok_order = np.empty(node_at.shape[0], dtype=np.int64)
+        tok_order[tok_start[node_at]] = np.arange(node_at.shape[0], dtype=np.int64)
     return TokenTrie(byte, parent, level, child_start, node_at, tok_order, tok_start, first_count)
 
 

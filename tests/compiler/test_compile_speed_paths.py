@@ -246,6 +246,30 @@ def test_a_trie_built_at_once_is_the_level_by_level_one(seed: int, monkeypatch: 
     assert [bytes(_spell(at_once, int(n))) for n in at_once.end] == tokens
 
 
+@pytest.mark.parametrize("at_once", [True, False])
+def test_a_trie_indexes_each_nodes_children_and_tokens(at_once: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``child_start`` holds exactly each node's children (the root's before node 0's),
+    ``tok_order``/``tok_start`` exactly the tokens ending at each node, in id order, built
+    at once and level by level, with tokens of equal bytes (ordered by a sort) and without
+    (placed by counting)."""
+    if not at_once:
+        monkeypatch.setattr(trie_mod, "FEW_DEEP_CELLS", 0)
+    rng = random.Random(77)
+    for repeats in (0, 3):
+        tokens = list({bytes(rng.choice(b"\x00ab") for _ in range(rng.randint(1, 5))) for _ in range(60)})
+        tokens += tokens[:repeats]
+        trie = _trie_of(tokens)
+        parent = trie.parent.tolist()
+        roots = [v for v in range(trie.num_nodes) if parent[v] == -1]
+        assert trie.child_start[0] == len(roots) == roots[-1] + 1
+        for v in range(trie.num_nodes):
+            kids = list(range(int(trie.child_start[v]), int(trie.child_start[v + 1])))
+            assert kids == [c for c in range(trie.num_nodes) if parent[c] == v]
+            ends = trie.tok_order[trie.tok_start[v] : trie.tok_start[v + 1]].tolist()
+            assert ends == [i for i in range(len(tokens)) if trie.end[i] == v]
+        assert trie.tok_start[-1] == len(tokens) and trie.child_start[-1] == trie.num_nodes
+
+
 def _spell(trie, node: int) -> bytes:  # type: ignore[no-untyped-def]
     out = bytearray()
     while node >= 0:

@@ -124,6 +124,44 @@ def test_the_shared_table_maps_each_tokenizer_onto_its_strings(first: Vocabulary
     assert shared.view(pipeline.token_table(other)) is None
 
 
+def _table(tokens: list[bytes], walkable: list[bool]) -> align_mod.TokenTable:
+    lens = np.asarray([len(t) for t in tokens], dtype=np.int64)
+    offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    flat = np.frombuffer(b"".join(tokens), dtype=np.uint8)
+    return align_mod.TokenTable(flat, offsets, np.asarray(walkable, dtype=np.bool_), (), len(tokens) + 2)
+
+
+def test_the_shared_strings_are_numbered_by_first_occurrence_bytes_for_bytes() -> None:
+    """Strings that differ only by trailing zero bytes, or by length, stay apart; a string in
+    both tables, or twice in one, is one; the numbering follows the first table's short tokens,
+    then the new ones of the next (each table's own order: by first byte, then by id)."""
+    one = [b"a", b"a\x00", b"\x00", b"b", b"a", b"\x00\x00", b"", b"x" * 17, b"ab"]
+    two = [b"\x00\x00", b"ab", b"c", b"a\x00\x00", b"a\x00", b"\xff" * 16, b"skip"]
+    tables = [_table(one, [t != b"" for t in one]), _table(two, [True] * 6 + [False])]
+    shared = SharedShortTokens(tables)
+    flat, offsets = shared.table.flat.tobytes(), shared.table.offsets.tolist()
+    strings = [flat[a:b] for a, b in zip(offsets, offsets[1:])]
+    want: list[bytes] = []
+    for tokens, table in zip((one, two), tables):
+        for i in table.slices()[0].ids.tolist():
+            if tokens[i] not in want:
+                want.append(tokens[i])
+    assert strings == want
+    assert len(strings) == 9 and b"x" * 17 not in strings and b"skip" not in strings
+    listed = shared.table.slices()[0]
+    for tokens, table in zip((one, two), tables):
+        got = shared.view(table)
+        assert got is not None
+        for i, b in enumerate(tokens):
+            if table.walkable[i] and len(b) <= 16:
+                at = int(listed.ids[got.positions[i]])  # the shared token at this position
+                assert strings[at] == b
+                assert i in got.token_ids(np.asarray([got.positions[i]])).tolist()
+            else:
+                assert got.positions[i] == shared.table.num_tokens
+
+
 def test_real_tokenizers_share_walks_and_keep_their_masks(deepseek: Vocabulary, smollm2: Vocabulary,
                                                           walked: list[int]) -> None:
     schema = {"type": "object", "properties": {"name": {"type": "string"}, "meta": {},
