@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from maskc.compiler.dfa import Dfa, sorted_unique
+from maskc.compiler.dfa import Dfa, sorted_unique, stable_order
 from maskc.compiler.errors import TimeLimitExceeded
 from maskc.compiler.minimize import refine, refine_pair
 from maskc.compiler.trie import (ClassTrie, PairMemo, TokenTrie, build_trie, byte_class_trie, class_trie, first_node,
@@ -202,7 +202,7 @@ class SharedShortTokens:
         group = np.cumsum(new) - 1  # per sorted position: its key's group
         first = order[new]  # each group's first occurrence
         rank = np.empty(first.shape[0], dtype=np.int64)
-        by_first = np.argsort(first, kind="stable")
+        by_first = stable_order(first, order.shape[0])
         rank[by_first] = np.arange(first.shape[0], dtype=np.int64)
         string_of = np.empty(order.shape[0], dtype=np.int64)
         string_of[order] = rank[group]  # each token's distinct string, numbered by first occurrence
@@ -222,7 +222,7 @@ class SharedShortTokens:
             k += n
             positions = np.full(t.vocab_size, self.table.num_tokens, dtype=np.int64)
             positions[sl.ids] = at
-            order = np.argsort(at, kind="stable")
+            order = stable_order(at, self.table.num_tokens)
             starts = np.zeros(self.table.num_tokens + 1, dtype=np.int64)
             np.cumsum(np.bincount(at, minlength=self.table.num_tokens), out=starts[1:])
             self._views[(id(t.flat), id(t.walkable))] = (t, ShortView(positions, starts, sl.ids[order]))

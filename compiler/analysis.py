@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from maskc.compiler.dfa import Dfa, sorted_unique
+from maskc.compiler.dfa import Dfa, sorted_unique, stable_order
 from maskc.compiler.graphs import strongly_connected
 from maskc.compiler.pda import NEED_INF, Pda
 
@@ -165,7 +165,7 @@ def _dfa_worst_case(dfa: Dfa) -> LengthBound:
     n = dfa.num_states
     src, dst = _edges(dfa)
     outdeg = np.bincount(src, minlength=n).astype(np.int64)
-    order = np.argsort(dst, kind="stable")
+    order = stable_order(dst, n)
     preds_of = src[order]
     starts = np.searchsorted(dst[order], np.arange(n + 1))
     remaining = np.zeros(n, dtype=np.int64)

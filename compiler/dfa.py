@@ -23,7 +23,7 @@ from maskc.compiler.nfa import CALL_BASE, Nfa
 if TYPE_CHECKING:
     from maskc.compiler.counters import Counters
 
-__all__ = ["Dfa", "SparseTable", "LazyRows", "StateId", "ClassId", "CounterConflict", "determinize", "determinize_counted", "determinize_rules",
+__all__ = ["Dfa", "SparseTable", "LazyRows", "StateId", "ClassId", "CounterConflict", "determinize", "determinize_counted", "determinize_rules", "stable_order",
            "prune", "compress_classes", "coreachable", "reachable", "first_seen", "distinct_in_order",
            "sorted_unique"]
 
@@ -567,7 +567,7 @@ def coreachable(trans: NDArray[np.int32], accepting: NDArray[np.bool_]) -> NDArr
     flat = trans.reshape(-1)
     cells = np.flatnonzero(flat >= 0)
     dst = flat[cells]
-    order = np.argsort(dst, kind="stable")
+    order = stable_order(dst, n)
     src_sorted = (cells[order] // width).astype(np.int32)
     del cells
     starts = np.searchsorted(dst[order], np.arange(n + 1))
@@ -617,6 +617,20 @@ def distinct_in_order(ids: NDArray[np.int64] | NDArray[np.int32]) -> NDArray[np.
     _, first = np.unique(ids, return_index=True)
     out: NDArray[np.int64] = ids[np.sort(first)].astype(np.int64)
     return out
+
+
+def stable_order(keys: NDArray[Any], bound: int) -> NDArray[np.intp]:
+    """``np.argsort(keys, kind="stable")`` for integer keys in ``[0, bound)``, by 16-bit
+    digits: numpy sorts 16-bit keys by counting, where a stable sort of wider integers
+    merges (0.6 against 8.1 ms for 127,000 keys under 65,536; a second digit up to 2**32
+    costs one more pass, least significant first)."""
+    if bound <= 1 << 16:
+        return np.argsort(keys.astype(np.uint16), kind="stable")
+    if bound <= 1 << 32:
+        order = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
+        high: NDArray[np.intp] = order[np.argsort((keys[order] >> 16).astype(np.uint16), kind="stable")]
+        return high
+    return np.argsort(keys, kind="stable")
 
 
 def sorted_unique(ids: NDArray[Any], bound: int | None = None) -> NDArray[Any]:

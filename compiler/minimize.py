@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from maskc.compiler.dfa import DEAD, SMALL_TABLE, Dfa, distinct_in_order, sorted_unique
+from maskc.compiler.dfa import DEAD, SMALL_TABLE, Dfa, distinct_in_order, sorted_unique, stable_order
 from maskc.compiler.errors import TimeLimitExceeded
 from maskc.compiler.trie import unique_inverse
 
@@ -116,7 +116,7 @@ def _rounds(
 def predecessors(src: NDArray[Any], dst: NDArray[Any], n: int) -> tuple[NDArray[Any], NDArray[np.int64]]:
     """CSR of the states with a transition into each state, from the transitions
     ``src -> dst``: ``pred[start[t]:start[t + 1]]`` (``pred`` of ``src``'s integer type)."""
-    order = np.argsort(dst, kind="stable")
+    order = stable_order(dst, n)
     start = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(dst, minlength=n), out=start[1:])
     return src[order], start

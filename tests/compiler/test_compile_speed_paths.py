@@ -565,11 +565,13 @@ def test_a_loop_region_is_kept_by_its_bytes_across_grammars(monkeypatch: pytest.
 @pytest.mark.parametrize("seed", range(8))
 def test_unique_by_marking_matches_numpy_unique(seed: int) -> None:
     """The class trie's per-level grouping (a marked table when the key range is short, a
-    sort otherwise) gives numpy's sorted keys and inverse on either path."""
+    sort in 16-bit digits up to 2**32, numpy's sort past that) gives numpy's sorted keys and
+    inverse on every path."""
     from maskc.compiler.trie import unique_inverse
 
     rng = np.random.default_rng(seed)
-    for n, bound in ((0, 5), (1, 1), (50, 60), (200, 10**6), (3000, 40000)):
+    for n, bound in ((0, 5), (1, 1), (50, 60), (5000, 20000), (0, 1 << 20), (200, 10**6), (3000, 40000),
+                     (3000, 1 << 32), (100, 1 << 40)):
         key = rng.integers(0, bound, size=n).astype(np.int64)
         uniq, inv = unique_inverse(key, bound)
         want_u, want_i = np.unique(key, return_inverse=True)
@@ -1161,3 +1163,25 @@ def test_a_pair_of_refinements_from_one_run_is_the_two_runs(
             assert got_last.tolist() == want_last.tolist()
             stops.add(len(set(want_first.tolist())) == len(set(want_last.tolist())))
     assert stops == {False, True}  # runs refined past the first rounds, and runs stable by then
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint32])
+def test_stable_order_is_numpys_stable_argsort(dtype: type) -> None:
+    """Keys under 2**16 sort in one counting pass, up to 2**32 in two (low digit first), and
+    past that as numpy does: the same permutation as a stable argsort in every case (ties in
+    input order), on empty, single, all-equal and repeated keys and keys at the bound."""
+    from maskc.compiler.dfa import stable_order
+
+    rng = np.random.default_rng(11)
+    cases = [(0, 1), (1, 1), (5, 1), (1000, 7), (3000, 1 << 16), (3000, (1 << 16) + 1), (5000, 1 << 20),
+             (5000, 1 << 32)]
+    if np.dtype(dtype).itemsize == 8:
+        cases.append((2000, 1 << 40))
+    for n, bound in cases:
+        bound = min(bound, int(np.iinfo(dtype).max) + 1)  # (keys the dtype holds)
+        keys = rng.integers(0, bound, size=n, dtype=np.int64)
+        if n:
+            keys[rng.integers(0, n, size=max(1, n // 10))] = bound - 1  # (the largest key, repeated)
+        keys = keys.astype(dtype)
+        got = stable_order(keys, bound)
+        assert got.tolist() == np.argsort(keys, kind="stable").tolist(), (n, bound)
