@@ -111,24 +111,12 @@ def build_trie(starts: NDArray[np.int64], lens: NDArray[np.int64], flat: NDArray
 def _trie(byte: NDArray[np.uint8], parent: NDArray[np.int64], level: NDArray[np.int64], node_at: NDArray[np.int64],
           first_count: NDArray[np.int64]) -> TokenTrie:
     """The :class:`TokenTrie` of nodes numbered level by level (``byte``, ``parent``,
-    ``level``) and each token's last node (``node_at``): its children and tokens indexed.
-
-    Nodes come level by level, each level in its parents' order, so ``parent`` never
-    decreases: a node's children start after the nodes of every smaller parent (counted,
-    the root's -1 first).
-    Tokens are ordered by end node by counting, unless two end at one node (equal bytes),
-    which a stable sort orders by id."""
+    ``level``) and each token's last node (``node_at``): its children and tokens indexed, by
+    counting (each level comes in its parents' order, so ``parent`` never decreases)."""
     nodes = byte.shape[0]
-    child_start = np.cumsum(np.bincount(parent + 1, minlength=nodes + 1)).astype(np.int64)  # parent < each node
-    per_node = np.bincount(node_at, minlength=nodes)
-    tok_start = np.zeros(nodes + 1, dtype=np.int64)
-    np.cumsum(per_node, out=tok_start[1:])
-    if node_at.shape[0] and int(per_node.max()) > 1:
-        tok_order = stable_order(node_at, nodes).astype(np.int64)
-    else:
-        tok_order = np.empty(node_at.shape[0], dtype=np.int64)
-        tok_order[tok_start[node_at]] = np.arange(node_at.shape[0], dtype=np.int64)
-    return TokenTrie(byte, parent, level, child_start, node_at, tok_order, tok_start, first_count)
+    roots = int(level[1]) if level.shape[0] > 1 else 0  # the first-level nodes (no parent)
+    return TokenTrie(byte, parent, level, _starts(parent[roots:], nodes, roots), node_at,
+                     stable_order(node_at, nodes).astype(np.int64), _starts(node_at, nodes, 0), first_count)
 
 
 def _build_trie_at_once(starts: NDArray[np.int64], lens: NDArray[np.int64], flat: NDArray[np.uint8],
