@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from maskc.compiler.dfa import stable_order
+from maskc.compiler.dfa import RADIX_KEYS, stable_order
 
 __all__ = ["TokenTrie", "ClassTrie", "build_trie", "byte_class_trie", "class_trie", "walk_dense", "walk_sparse", "walk_loops",
            "PairMemo", "walk_memo", "first_node", "loop_region", "sink_table", "walk_from", "unique_inverse"]
@@ -222,14 +222,15 @@ def unique_inverse(key: NDArray[np.int64], bound: int) -> tuple[NDArray[np.int64
     """``np.unique(key, return_inverse=True)`` for keys in ``0..bound - 1``: by marking a
     table of ``bound`` entries when that is not much longer than ``key`` (no sort), else by
     a sort in 16-bit digits (:func:`~maskc.compiler.dfa.stable_order`) where the keys fit
-    32 bits (a third of ``np.unique``'s time on 60,000 to 500,000 keys)."""
+    32 bits and are not too many for its passes (a third of ``np.unique``'s time on 60,000 to
+    500,000 keys)."""
     if bound <= 6 * key.shape[0] + 4096:
         seen = np.zeros(bound, dtype=np.bool_)
         seen[key] = True
         rank = np.cumsum(seen, dtype=np.int64)
         rank -= 1
         return np.flatnonzero(seen), rank[key]
-    if bound <= 1 << 32:
+    if bound <= 1 << 32 and key.shape[0] <= RADIX_KEYS:
         order = stable_order(key, bound)
         ordered = key[order]
         new = np.empty(ordered.shape[0], dtype=np.bool_)

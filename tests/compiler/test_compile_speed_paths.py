@@ -562,12 +562,17 @@ def test_a_loop_region_is_kept_by_its_bytes_across_grammars(monkeypatch: pytest.
     assert fresh == kept
 
 
+@pytest.mark.parametrize("radix_keys", [None, 100])
 @pytest.mark.parametrize("seed", range(8))
-def test_unique_by_marking_matches_numpy_unique(seed: int) -> None:
+def test_unique_by_marking_matches_numpy_unique(seed: int, radix_keys: int | None,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """The class trie's per-level grouping (a marked table when the key range is short, a
-    sort in 16-bit digits up to 2**32, numpy's sort past that) gives numpy's sorted keys and
-    inverse on every path."""
+    sort in 16-bit digits up to 2**32 and ``RADIX_KEYS`` keys, numpy's sort past that) gives
+    numpy's sorted keys and inverse on every path."""
     from maskc.compiler.trie import unique_inverse
+
+    if radix_keys is not None:
+        monkeypatch.setattr(trie_mod, "RADIX_KEYS", radix_keys)
 
     rng = np.random.default_rng(seed)
     for n, bound in ((0, 5), (1, 1), (50, 60), (5000, 20000), (0, 1 << 20), (200, 10**6), (3000, 40000),
@@ -1165,12 +1170,19 @@ def test_a_pair_of_refinements_from_one_run_is_the_two_runs(
     assert stops == {False, True}  # runs refined past the first rounds, and runs stable by then
 
 
+@pytest.mark.parametrize("radix_keys", [None, 100])
 @pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint32])
-def test_stable_order_is_numpys_stable_argsort(dtype: type) -> None:
+def test_stable_order_is_numpys_stable_argsort(dtype: type, radix_keys: int | None,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Keys under 2**16 sort in one counting pass, up to 2**32 in two (low digit first), and
-    past that as numpy does: the same permutation as a stable argsort in every case (ties in
-    input order), on empty, single, all-equal and repeated keys and keys at the bound."""
+    past that, or past ``RADIX_KEYS`` keys, as numpy does: the same permutation as a stable
+    argsort in every case (ties in input order), on empty, single, all-equal and repeated keys
+    and keys at the bound."""
+    from maskc.compiler import dfa as dfa_mod
     from maskc.compiler.dfa import stable_order
+
+    if radix_keys is not None:
+        monkeypatch.setattr(dfa_mod, "RADIX_KEYS", radix_keys)
 
     rng = np.random.default_rng(11)
     cases = [(0, 1), (1, 1), (5, 1), (1000, 7), (3000, 1 << 16), (3000, (1 << 16) + 1), (5000, 1 << 20),
