@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 
 from maskc.compiler.dfa import Dfa, sorted_unique, stable_order
 from maskc.compiler.errors import TimeLimitExceeded
-from maskc.compiler.minimize import refine, refine_pair
+from maskc.compiler.minimize import refine, refine_pair, row_ids
 from maskc.compiler.trie import (ClassTrie, PairMemo, TokenTrie, build_trie, byte_class_trie, class_trie, first_node,
                                  loop_region, sink_table, walk_dense, walk_from, walk_loops, walk_memo, walk_sparse)
 
@@ -193,20 +193,8 @@ class SharedShortTokens:
             n = sl.ids.shape[0]
             rows[np.repeat(np.arange(k, k + n, dtype=np.int64), sl.lens), sl.pos] = sl.data
             k += n
-        words = rows.view(">u8")  # (big-endian: the words order as the bytes do)
-        keys = (lens, *(words[:, j] for j in range(words.shape[1] - 1, -1, -1)))
-        order = np.lexsort(keys)  # stable: equal keys in order of occurrence
-        new = np.ones(order.shape[0], dtype=np.bool_)
-        if order.shape[0]:
-            new[1:] = np.any(np.stack([key[order[1:]] != key[order[:-1]] for key in keys]), axis=0)
-        group = np.cumsum(new) - 1  # per sorted position: its key's group
-        first = order[new]  # each group's first occurrence
-        rank = np.empty(first.shape[0], dtype=np.int64)
-        by_first = stable_order(first, order.shape[0])
-        rank[by_first] = np.arange(first.shape[0], dtype=np.int64)
-        string_of = np.empty(order.shape[0], dtype=np.int64)
-        string_of[order] = rank[group]  # each token's distinct string, numbered by first occurrence
-        heads = first[by_first]
+        group, count = row_ids(np.concatenate([rows.view(np.int64), lens[:, None]], axis=1))
+        string_of, heads = _by_first_occurrence(group, count)  # each token's string, and each string's first token
         head_lens = lens[heads]
         offsets = np.zeros(heads.shape[0] + 1, dtype=np.int64)
         np.cumsum(head_lens, out=offsets[1:])
@@ -346,6 +334,17 @@ def token_slice(table: TokenTable, select: NDArray[np.bool_], by_first: bool = F
     return TokenSlice(ids, starts, lens, seg, pos, data)
 
 
+def _by_first_occurrence(group: NDArray[np.int64], count: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The ids ``group`` (in ``[0, count)``, each used) renumbered in order of their first
+    occurrence, and the position of each one's first occurrence, in the new order."""
+    first = np.empty(count, dtype=np.int64)
+    first[group[::-1]] = np.arange(group.shape[0] - 1, -1, -1, dtype=np.int64)  # (the last write: the first)
+    order = np.argsort(first)
+    renum = np.empty(count, dtype=np.int64)
+    renum[order] = np.arange(count, dtype=np.int64)
+    return renum[group], first[order]
+
+
 def _group_sequences(sl: TokenSlice, vals: NDArray[np.int64]) -> NDArray[np.int64] | None:
     """Group equal class sequences: a group id per token, or None if a hash collided.
 
@@ -389,14 +388,7 @@ def class_sequences(
         for k, (a, n) in enumerate(zip(sl.seg.tolist(), tlens.tolist())):
             group[k] = index.setdefault(translated[a : a + n], len(index))
     # number groups by first occurrence, so results do not depend on hash values
-    ngroups = int(group.max()) + 1 if group.size else 0
-    first = np.empty(ngroups, dtype=np.int64)
-    first[group[::-1]] = np.arange(group.shape[0] - 1, -1, -1, dtype=np.int64)
-    order = np.argsort(first)
-    renum = np.empty(ngroups, dtype=np.int64)
-    renum[order] = np.arange(ngroups, dtype=np.int64)
-    token_seq = renum[group]
-    head_tok = first[order]  # a token of each sequence, in sequence order
+    token_seq, head_tok = _by_first_occurrence(group, int(group.max()) + 1 if group.size else 0)
     lengths = tlens[head_tok]
     offsets = np.zeros(lengths.shape[0] + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])

@@ -19,14 +19,14 @@ from maskc.compiler.dfa import DEAD, SMALL_TABLE, Dfa, distinct_in_order, sorted
 from maskc.compiler.errors import TimeLimitExceeded
 from maskc.compiler.trie import unique_inverse
 
-__all__ = ["minimize", "minimal_blocks", "refine", "refine_pair", "canonical", "canonical_order"]
+__all__ = ["minimize", "minimal_blocks", "refine", "refine_pair", "canonical", "canonical_order", "row_ids"]
 
 
 _RNG = np.random.default_rng(0x6D61736B63)
 _MULT = _RNG.integers(1, 2**62, size=(2, 4096), dtype=np.int64) | 1
 
 
-def _row_ids(rows: NDArray[np.int64]) -> tuple[NDArray[np.int64], int]:
+def row_ids(rows: NDArray[np.int64]) -> tuple[NDArray[np.int64], int]:
     """Dense ids for identical rows, exactly (sorting whole rows), numbered in the order of
     the rows' bytes: a row's native int64s compared byte by byte, as a sort of the rows as
     raw records orders them. Rows of up to :data:`_KEY_COLUMNS` columns sort as that many
@@ -105,7 +105,7 @@ def _rounds(
         ext[:n] = block
         sig[:, 0] = block
         sig[:, 1:] = ext[tz]
-        block, new_count = _row_ids(sig)
+        block, new_count = row_ids(sig)
         rounds += 1
         if new_count == count:
             return block, True
@@ -317,7 +317,7 @@ def _incremental_rounds(
         if not rest.size:
             break
         key = np.stack([b[rest], h[rest, 0], h[rest, 1]], axis=1)
-        gid, ngroups = _row_ids(key)
+        gid, ngroups = row_ids(key)
         first = np.full(ngroups, rest.shape[0], dtype=np.int64)
         np.minimum.at(first, gid, np.arange(rest.shape[0], dtype=np.int64))
         gblock = b[rest[first]]
@@ -432,7 +432,7 @@ def _refine(
     trans: NDArray[np.int32], initial: NDArray[np.int64], max_rounds: int | None,
     deadline: float | None, *, early: list[NDArray[np.int64]] | None = None, early_at: int = 0,
 ) -> tuple[NDArray[np.int64], bool]:
-    init, _ = _row_ids(initial.reshape(-1, 1).astype(np.int64))
+    init, _ = row_ids(initial.reshape(-1, 1).astype(np.int64))
     return _incremental_rounds(trans, init, max_rounds, deadline, early=early, early_at=early_at)
 
 

@@ -451,7 +451,7 @@ def test_incremental_refinement_matches_full_moore_rounds(seed: int, dense_cells
     rng = random.Random(seed)
     for _ in range(60):
         d = _random_dfa(rng, rng.randint(1, 50), rng.randint(1, 5), rng.choice([0.3, 0.6, 0.9]))
-        init, _ = minimize_mod._row_ids(d.accepting.astype(np.int64).reshape(-1, 1))
+        init, _ = minimize_mod.row_ids(d.accepting.astype(np.int64).reshape(-1, 1))
         for rounds in (None, 1, 2, 4, 50):
             full, full_stable = minimize_mod._rounds(d.trans, init, rounds, None)
             got, got_stable = minimize_mod._incremental_rounds(d.trans, init, rounds, None)
@@ -482,7 +482,7 @@ def test_refinement_stays_exact_when_signatures_collide(seed: int, dense_cells: 
     caught = 0
     for _ in range(80):
         d = _random_dfa(rng, rng.randint(2, 40), rng.randint(2, 5), rng.choice([0.6, 0.9]))
-        init, _ = minimize_mod._row_ids(d.accepting.astype(np.int64).reshape(-1, 1))
+        init, _ = minimize_mod.row_ids(d.accepting.astype(np.int64).reshape(-1, 1))
         full, _ = exact(d.trans, init, None, None)
         got, stable = minimize_mod._incremental_rounds(d.trans, init, None, None)
         assert stable and len(set(zip(full.tolist(), got.tolist()))) == len(set(full.tolist())) == len(set(got.tolist()))
@@ -993,7 +993,7 @@ def test_row_ids_number_rows_in_the_order_of_their_bytes(columns: int) -> None:
             flat = np.ascontiguousarray(rows)
             records = flat.view(np.dtype((np.void, 8 * columns))).ravel()
             _, want = np.unique(records, return_inverse=True)
-            got, count = minimize_mod._row_ids(rows)
+            got, count = minimize_mod.row_ids(rows)
             assert got.tolist() == np.asarray(want).reshape(-1).tolist()
             assert count == len(set(records.tolist()))
 
@@ -1048,7 +1048,7 @@ def test_small_rounds_number_blocks_as_the_array_rounds(seed: int, dense_cells: 
     rng = random.Random(200 + seed)
     for _ in range(60):
         d = _random_dfa(rng, rng.randint(1, 60), rng.randint(1, 5), rng.choice([0.3, 0.6, 0.9]))
-        init, _ = minimize_mod._row_ids(d.accepting.astype(np.int64).reshape(-1, 1))
+        init, _ = minimize_mod.row_ids(d.accepting.astype(np.int64).reshape(-1, 1))
         for rounds in (None, 1, 3):
             got = []
             for small in (0, 64):
