@@ -529,3 +529,102 @@ def test_references_that_may_cycle_are_known_up_front(schema: Any, cycles: bool)
     from maskc.compiler.frontends.json_schema import SchemaCompiler
 
     assert SchemaCompiler(schema, CompileOptions()).refs_may_cycle() is cycles
+
+
+# -- inlined targets built once ------------------------------------------------------------
+
+ADDRESS: dict[str, Any] = {
+    "type": "object",
+    "properties": {"street": {"type": "string", "maxLength": 30}, "zip": {"type": "string", "pattern": "^[0-9]{5}$"},
+                   "tags": {"type": "array", "items": {"enum": ["home", "work"]}, "maxItems": 3}},
+    "required": ["street"], "additionalProperties": False,
+}
+
+# one definition used at several places and depths; beside a free-form value (a rule, which
+# changes how a later count is built), recursion, and a target used inside an allOf, a not
+# and an if (compiled in another context, never reused there)
+MANY_USES: list[dict[str, Any]] = [
+    {"$defs": {"addr": ADDRESS}, "type": "object",
+     "properties": {k: {"$ref": "#/$defs/addr"} for k in ("home", "work", "billing", "shipping")},
+     "additionalProperties": False},
+    {"$defs": {"addr": ADDRESS}, "type": "array", "maxItems": 3,
+     "items": {"type": "object", "properties": {"a": {"$ref": "#/$defs/addr"}, "b": {"$ref": "#/$defs/addr"},
+                                                "nested": {"type": "object", "properties": {
+                                                    "c": {"$ref": "#/$defs/addr"}}}}}},
+    {"$defs": {"addr": ADDRESS, "item": {"type": "array", "items": {"$ref": "#/$defs/addr"}, "maxItems": 1000}},
+     "type": "object", "properties": {"first": {"$ref": "#/$defs/item"}, "free": {},
+                                      "then": {"$ref": "#/$defs/item"}, "also": {"$ref": "#/$defs/addr"},
+                                      "again": {"$ref": "#/$defs/item"}}},
+    {"$defs": {"addr": ADDRESS, "tree": {
+        "type": "object", "properties": {"at": {"$ref": "#/$defs/addr"}, "kids": {
+            "type": "array", "items": {"$ref": "#/$defs/tree"}}}}},
+     "type": "object", "properties": {"t": {"$ref": "#/$defs/tree"}, "a": {"$ref": "#/$defs/addr"},
+                                      "b": {"$ref": "#/$defs/addr"}}},
+    {"$defs": {"addr": ADDRESS}, "type": "object", "properties": {
+        "a": {"$ref": "#/$defs/addr"},
+        "b": {"allOf": [{"$ref": "#/$defs/addr"}, {"required": ["zip"]}]},
+        "c": {"$ref": "#/$defs/addr", "not": {"required": ["tags"]}},
+        "d": {"if": {"$ref": "#/$defs/addr"}, "then": {"required": ["zip"]}},
+        "e": {"$ref": "#/$defs/addr"}, "f": {"$ref": "#/$defs/addr"}}},
+]
+
+
+class _Forgetful(dict[Any, Any]):
+    """A memo that keeps nothing: every expansion builds its target again."""
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize("ws", ["compact", "pretty"])
+@pytest.mark.parametrize("k", range(len(MANY_USES)))
+def test_an_inlined_target_is_built_once_per_context_and_the_grammar_is_unchanged(
+        k: int, ws: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from maskc.compiler.frontends.json_schema import SchemaCompiler
+
+    schema, options = MANY_USES[k], CompileOptions(parse_whitespace(ws), semantics="exact")
+    built: list[tuple[str, int, bool]] = []  # the builds of the target where it compiles as at the top
+    value, init = SchemaCompiler.value, SchemaCompiler.__init__
+
+    def counting(self: SchemaCompiler, sub: Any, pointer: str, depth: int) -> Any:
+        if pointer == "/$defs/addr" and self.inlines_alike():
+            built.append((pointer, depth, self.with_rules))
+        return value(self, sub, pointer, depth)
+
+    monkeypatch.setattr(SchemaCompiler, "value", counting)
+    once = schema_to_ir(schema, options)
+    memo_builds = list(built)
+    assert memo_builds and len(set(memo_builds)) == len(memo_builds)
+
+    def forgetful(self: SchemaCompiler, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self.inlined = _Forgetful()
+
+    built.clear()
+    monkeypatch.setattr(SchemaCompiler, "__init__", forgetful)
+    every = schema_to_ir(schema, options)
+    assert len(built) > len(memo_builds)  # (each schema uses the target more than once in one context)
+    assert once[1] == every[1]  # the same not_enforced
+    # The same rules, names and bodies; but where the item of a count became a call (schema
+    # 2's maxItems, once the free-form value made rules), each build made a rule of its own:
+    # the same body twice, called once each. Built once, the item is one rule.
+    assert once[0] == _one_rule_per_body(every[0])
+    assert (len(once[0].rules) < len(every[0].rules)) is (k == 2)
+
+
+def _one_rule_per_body(g: Grammar) -> Grammar:
+    """``g`` with each rule whose body repeats an earlier rule's body dropped, its references
+    renamed to the earlier rule (the bodies compared as they are: one pass)."""
+    from dataclasses import replace
+
+    from maskc.compiler.frontends.json_schema.refs import map_refs
+    from maskc.compiler.ir import RuleRef
+
+    first: dict[Any, str] = {}
+    rename: dict[str, str] = {}
+    for name, body in g.rules:
+        rename[name] = first.setdefault(body, name)
+    rules = tuple((name, map_refs(body, lambda r: RuleRef(rename[r.name]))) for name, body in g.rules
+                  if rename[name] == name)
+    return replace(g, rules=rules, calls=frozenset(rename[n] for n in g.calls),
+                   shared=frozenset(rename[n] for n in g.shared))

@@ -138,6 +138,8 @@ class Base:
         self.share_refs = False
         self.ref_rules: set[str] = set()
         self._root_options = options
+        # (target key, depth, with_rules) -> the node its inlined expansion built (see :meth:`inlines_alike`)
+        self.inlined: dict[tuple[str, int, bool], Node] = {}
 
     @property
     def with_rules(self) -> bool:
@@ -149,7 +151,14 @@ class Base:
         ``shared_refs``, and where the target compiles as it does at the top (the compile's
         own options, free-form values unbounded, no over-approximation or subject of a
         difference being built), so that one body serves every such place."""
-        return (self.share_refs and self.options is self._root_options and not self.bounded_any
+        return self.share_refs and self.inlines_alike()
+
+    def inlines_alike(self) -> bool:
+        """Whether a target compiled here compiles as it does at the top: the compile's own
+        options, free-form values unbounded, no over-approximation or subject of a difference
+        being built. Its expansion is then the same node wherever it is inlined (at one depth),
+        built once (:attr:`inlined`)."""
+        return (self.options is self._root_options and not self.bounded_any
                 and not getattr(self, "_over", 0) and not getattr(self, "_in_subject", False)
                 and getattr(self, "_any_limit", None) is None)
 
