@@ -91,6 +91,37 @@ def test_draft_2020_12_declared_refuses_a_boolean_exclusive_minimum() -> None:
     assert e.value.pointer == "/exclusiveMinimum"
 
 
+@pytest.mark.parametrize(("schema", "drafts"), [
+    # undeclared and valid in draft 7: one fast check, 2020-12's never runs
+    ({"type": "object", "properties": {"a": {"type": "string", "maxLength": 3}}, "$defs": {"b": {}}}, ["7"]),
+    # valid in draft 4 only: 7 and 6 fail first
+    ({"type": "integer", "maximum": 10, "exclusiveMaximum": True}, ["7", "6", "4"]),
+    # declared: its own draft alone
+    ({"$schema": "http://json-schema.org/draft-06/schema#", "type": "string"}, ["6"]),
+    # valid in none: 2020-12 names the violation
+    ({"type": "string", "maxLength": None}, ["7", "6", "4", "202012"]),
+])
+def test_an_undeclared_schema_is_checked_against_the_faster_drafts_first(
+        schema: Any, drafts: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from maskc.compiler.frontends.json_schema import validate
+
+    used: list[str] = []
+    real = validate._meta_validator
+
+    def recording(cls: Any) -> Any:
+        used.append(cls.__name__.removeprefix("Draft").removesuffix("Validator"))
+        return real(cls)
+
+    monkeypatch.setattr(validate, "_meta_validator", recording)
+    try:
+        check_schema(schema)
+    except SchemaError as e:
+        assert drafts[-1] == "202012" and "draft 2020-12" in e.reason
+    else:
+        assert drafts[-1] != "202012"
+    assert used == drafts
+
+
 @pytest.mark.parametrize("uri", ["http://[bad", "", "https://example.com/my-dialect"])
 def test_unknown_schema_uri_falls_back_to_draft_2020_12(uri: str) -> None:
     check_schema({"$schema": uri, "type": "string"})
