@@ -294,7 +294,7 @@ class RefsMixin(Base):
         # MaskBench schema). Kept per ``with_rules`` too, which decides how a count is built (a
         # copy of its item or a call), and only where the build did not change it.
         memo = keyword == "$ref" and not share and self.inlines_alike()
-        rules_before = self.with_rules
+        rules_before = memo and self.with_rules
         if memo:
             got = self.inlined.get((key, depth, rules_before))
             if got is not None:

@@ -27,7 +27,7 @@ below it (MaskBench's deepest is 34); past it, the recursive metaschema validati
 compiler would exhaust Python's stack, and orjson refuses 255 levels."""
 
 _NESTING_HINT = "define the repeated structure once in $defs and refer to it with $ref"
-_FALLBACK_DRAFTS = ("Draft7Validator", "Draft6Validator", "Draft4Validator")
+_OLDER_DRAFTS = ("Draft7Validator", "Draft6Validator", "Draft4Validator")
 
 
 def check_schema(schema: JsonValue) -> None:
@@ -81,7 +81,7 @@ def check_metaschema(schema: JsonValue) -> None:
             # took 170 ms of a Kubernetes schema's compile (all 1,550 MaskBench schemas of
             # the slice without a $schema pass draft 7). 2020-12 is checked last, and names
             # the violation where none passes.
-            for name in _FALLBACK_DRAFTS:
+            for name in _OLDER_DRAFTS:
                 if next(_meta_validator(getattr(validators, name)).iter_errors(schema), None) is None:
                     return
         error = best_match(_meta_validator(cls).iter_errors(schema))
